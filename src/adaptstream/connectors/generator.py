@@ -43,7 +43,7 @@ class DatasetWriter:
         self.finished = threading.Event()
 
     def total_seconds(self) -> int | None:
-        return None if self.duration is None else int(round(self.duration))
+        return None if self.duration is None else round(self.duration)
 
     def step(self) -> bool:
         """Write every dataset that is due; False once the duration is over."""

@@ -8,6 +8,7 @@ partition as Arrow IPC bytes, so executors need no shared filesystem (a real clu
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from dataclasses import dataclass, field
@@ -127,7 +128,7 @@ class AdaptstreamStreamReader(DataSourceStreamReader):
         n = self.opts.num_blocks
         if self.partitioner is None:  # "time": arrival-order contiguous blocks, Spark's default shape
             bounds = np.linspace(0, table.num_rows, n + 1).astype(int)
-            return [table.slice(int(a), int(b - a)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+            return [table.slice(int(a), int(b - a)) for a, b in itertools.pairwise(bounds)]
         if self.opts.partition_window > 0 and time.time() - self._window_started >= self.opts.partition_window:
             self.partitioner.on_window_boundary()
             self._window_started = time.time()

@@ -29,7 +29,7 @@ def _spark(master: str, shuffle_partitions: int = 2):
 def _run_with_progress(spark, spec, run_dir: str):
     from adaptstream.runner import run_workload
 
-    total = None if spec.input_dir else int(round(spec.duration))
+    total = None if spec.input_dir else round(spec.duration)
     with Progress(TextColumn("[bold]{task.fields[label]}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console) as prog:
         task = prog.add_task("run", total=total, label=spec.label(), info="")

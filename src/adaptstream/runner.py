@@ -175,7 +175,7 @@ def _raise_if_failed(query) -> None:
 def _wait_until_done(query, spec: RunSpec, metrics_dir: str, on_progress) -> int:
     """Block until the input ended and its datasets were processed; return how many were left unfinished."""
     deadline: float | None = None
-    expected = None if spec.input_dir else int(round(spec.duration))
+    expected = None if spec.input_dir else round(spec.duration)
     quiet = 0
     while True:
         time.sleep(0.5)

@@ -52,7 +52,10 @@ class SinusoidalTraffic:
         return max(0, round(self.rate * (1 + self.amplitude * math.sin(2 * math.pi * second / self.period))))
 
 
-def build_traffic(name: str, rate: int, seed: int = 0, **params: float) -> ConstantTraffic | RandomTraffic | SinusoidalTraffic:
+Traffic = ConstantTraffic | RandomTraffic | SinusoidalTraffic
+
+
+def build_traffic(name: str, rate: int, seed: int = 0, **params: float) -> Traffic:
     if rate < 0:
         msg = f"rate must be >= 0 rows per second, got {rate}"
         raise ConfigError(msg)

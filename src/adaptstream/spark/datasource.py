@@ -75,6 +75,8 @@ def build_connector(opts: SourceOptions, manifest: Manifest) -> Connector:
                             amplitude=opts.amplitude, period=opts.period)
     writer = DatasetWriter(opts.input_dir, lambda k: gen.generate(k, traffic.rows_at(k)), gen.csv_header(),
                            opts.duration)
+    # A restarted query finds earlier datasets on disk: bring the simulation to where they left it.
+    gen.fast_forward(traffic.rows_at(k) for k in range(writer.next_second))
     return GeneratorConnector(manifest, writer, opts.drain, opts.sentinel_path)
 
 

@@ -29,24 +29,22 @@ class FilesConnector(Connector):
         self._started = time.time()
 
     def _scan(self) -> list[tuple[float, str, int]]:
+        """New files as (arrival, path, size), ordered by modification time, then name."""
         found = []
         with os.scandir(self.path) as it:
             for entry in it:
-                if entry.name[0] in "._" or not entry.is_file():
-                    continue
-                full = entry.path
-                if full in self.manifest.known:
+                if entry.name[0] in "._" or not entry.is_file() or entry.path in self.manifest.known:
                     continue
                 st = entry.stat()
-                # A file written before the query started enters the system when we first see it.
-                arrival = st.st_mtime if st.st_mtime >= self._started else time.time()
-                found.append((arrival, full, st.st_size))
+                found.append((st.st_mtime, entry.path, st.st_size))
         found.sort()
-        return found
+        now = time.time()
+        # A file written before the query started enters the system when we first see it.
+        return [(mtime if mtime >= self._started else now, path, size) for mtime, path, size in found]
 
     def poll(self) -> list[DatasetRef]:
         new = self._scan()
-        refs = self.manifest.append([(p, mtime, size, False) for mtime, p, size in new])
+        refs = self.manifest.append([(p, arrival, size, False) for arrival, p, size in new])
         if refs:
             self._polls_without_news = 0
             return refs

@@ -41,19 +41,24 @@ class DatasetWriter:
         self._stop = threading.Event()
         self.error: BaseException | None = None
         self.finished = threading.Event()
+        self._ready: pa.Table | None = None
 
     def total_seconds(self) -> int | None:
         return None if self.duration is None else round(self.duration)
 
     def step(self) -> bool:
-        """Write every dataset that is due; False once the duration is over."""
+        """Write every dataset that is due; False once the duration is over.
+
+        The next dataset is built ahead of its due time, so a slow generator step delays no arrival."""
         total = self.total_seconds()
         while total is None or self.next_second < total:
-            due = self.start + self.next_second + 1
-            if self.clock() < due:
-                return True
             k = self.next_second
-            write_atomic_csv(self.make_rows(k), os.path.join(self.out_dir, f"{k:08d}.csv"), self.header)
+            if self._ready is None:
+                self._ready = self.make_rows(k)
+            if self.clock() < self.start + k + 1:
+                return True
+            write_atomic_csv(self._ready, os.path.join(self.out_dir, f"{k:08d}.csv"), self.header)
+            self._ready = None
             self.next_second += 1
         return False
 

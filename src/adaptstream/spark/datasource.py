@@ -88,8 +88,19 @@ def generator_for(opts: SourceOptions):
 
 class AdaptstreamStreamReader(DataSourceStreamReader):
     def __init__(self, schema: StructType, options: dict[str, str]) -> None:
+        # Spark also builds the reader in a short-lived planning worker and pickles it to ship ``read`` to the
+        # executors, so the constructor only reads options: the connector (and the generator thread), the
+        # manifest and the policy start lazily, in the long-lived source process that calls latestOffset.
         self.opts = SourceOptions.parse(options)
         self.schema = arrow_schema(schema)
+        self._started = False
+
+    def __getstate__(self) -> dict:
+        return {"opts": self.opts, "schema": self.schema, "_started": False}
+
+    def _ensure_started(self) -> None:
+        if self._started:
+            return
         self.manifest = Manifest(os.path.join(self.opts.state_dir, "manifest.jsonl"))
         self.connector = build_connector(self.opts, self.manifest)
         self.policy: AdmissionPolicy = build_admission(
@@ -104,6 +115,7 @@ class AdaptstreamStreamReader(DataSourceStreamReader):
         self._rows_done = 0
         self._proc_done = 0.0
         self._window_started = time.time()
+        self._started = True
 
     # -- partitioning ---------------------------------------------------------------------------------------
     def _build_partitioner(self) -> Any:
@@ -157,6 +169,7 @@ class AdaptstreamStreamReader(DataSourceStreamReader):
 
     # -- Spark's streaming reader API ----------------------------------------------------------------------
     def initialOffset(self) -> dict:
+        self._ensure_started()
         return {"seq": 0}
 
     def getDefaultReadLimit(self):
@@ -165,6 +178,7 @@ class AdaptstreamStreamReader(DataSourceStreamReader):
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: Any = None) -> dict:
+        self._ensure_started()
         now = time.time()
         s = int(start["seq"])
         self._complete_inflight(now, s)
@@ -182,6 +196,7 @@ class AdaptstreamStreamReader(DataSourceStreamReader):
         return {"seq": end}
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        self._ensure_started()
         s, e = int(start["seq"]), int(end["seq"])
         t0 = time.time()
         refs = self.manifest.slice(s, e)
@@ -205,12 +220,15 @@ class AdaptstreamStreamReader(DataSourceStreamReader):
         yield from reader
 
     def commit(self, end: dict) -> None:
+        if not self._started:
+            return
         e = int(end["seq"])
         for seq in [k for k in self._parsed if k < e and (self._inflight is None or k < self._inflight.start)]:
             del self._parsed[seq]
 
     def stop(self) -> None:
-        self.connector.stop()
+        if self._started:
+            self.connector.stop()
 
     # -- accounting ------------------------------------------------------------------------------------------
     def _complete_inflight(self, now: float, start: int) -> None:

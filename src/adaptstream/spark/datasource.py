@@ -184,14 +184,15 @@ class AdaptstreamStreamReader(DataSourceStreamReader):
         self._complete_inflight(now, s)
         for ref in self.connector.poll():
             self._parse(ref)  # parse on arrival, so the cut has little work left (Prompt's early release)
-        pending_refs = self.manifest.items[s:]
+        cap = self.opts.max_datasets_per_batch
+        pending_refs = self.manifest.items[s: s + cap] if cap else self.manifest.items[s:]
         if not pending_refs:
             return start
         pending = [PendingDataset(r.seq, r.arrival, self._parse(r).table.num_rows, r.bytes) for r in pending_refs]
         est = self.policy.estimate_max_latency(now, pending)
         if not self.policy.admit(now, pending):
             return start
-        end = len(self.manifest)
+        end = s + len(pending_refs)
         self._admissions[end] = (now, est)
         return {"seq": end}
 

@@ -14,7 +14,7 @@ _KNOWN = {
     "connector", "path", "fileformat", "header", "delimiter", "admission", "slide", "trigger", "margin",
     "metricspath", "statepath", "generator", "traffic", "rate", "duration", "seed", "jitter", "amplitude",
     "period", "drain", "sentinelpath", "partitioner", "numblocks", "partitionkey", "partitionwindow",
-    "partitionerparams", "pollinterval",
+    "partitionerparams", "pollinterval", "maxdatasetsperbatch",
 }
 
 
@@ -69,6 +69,7 @@ class SourceOptions:
     partition_key: tuple[str, ...] = ()
     partition_window: float = 0.0
     partitioner_params: str = ""
+    max_datasets_per_batch: int = 0  # 0 = no cap (like Spark's maxFilesPerTrigger)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -116,6 +117,7 @@ class SourceOptions:
             partition_key=tuple(c.strip() for c in opts.get("partitionkey", "").split(",") if c.strip()),
             partition_window=parse_duration(opts.get("partitionwindow", "0")),
             partitioner_params=opts.get("partitionerparams", ""),
+            max_datasets_per_batch=_int(opts.get("maxdatasetsperbatch", "0"), "maxDatasetsPerBatch"),
         )
         o.validate()
         return o

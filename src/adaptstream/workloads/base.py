@@ -1,10 +1,11 @@
 """Dataset generators (one dataset = the rows of one second) and the windowed workloads that query them.
 
-A generator is deterministic: its output for second ``t`` depends only on the seed and on the row counts asked for
-seconds ``0..t``. Its evolving state (vehicles on the road, position in the trace replay) is therefore either
-rebuilt by :meth:`DatasetGenerator.fast_forward` from the earlier row counts, or saved and restored with
-:meth:`DatasetGenerator.state_dict` / :meth:`DatasetGenerator.load_state_dict`. Random draws for second ``t`` come
-from ``numpy.random.default_rng([seed, t])``, so no random-number state has to be carried between seconds.
+A generator is deterministic: its output for second ``t`` depends only on the seed and on the row counts
+asked for seconds ``0..t``. Its evolving state (vehicles on the road, position in the trace replay) is
+therefore either rebuilt by :meth:`DatasetGenerator.fast_forward` from the earlier row counts, or saved and
+restored with :meth:`DatasetGenerator.state_dict` / :meth:`DatasetGenerator.load_state_dict`. Random draws
+for second ``t`` come from ``numpy.random.default_rng([seed, t])``, so no random-number state has to be
+carried between seconds.
 """
 
 from __future__ import annotations
@@ -37,9 +38,9 @@ class DatasetGenerator(ABC):
         self.seed = int(seed)
         self.next_second = 0
 
-    # -- public API -------------------------------------------------------------------------------------------
+    # -- public API ----------------------------------------------------------------------------------------
     def generate(self, second: int, n_rows: int) -> pa.Table:
-        """Rows of dataset ``second`` (exactly ``n_rows`` of them). Seconds must be asked in order 0, 1, 2, ..."""
+        """Rows of dataset ``second`` (exactly ``n_rows``). Seconds must be asked in order 0, 1, 2, ..."""
         self._check_second(second, n_rows)
         table = self._step(second, int(n_rows), materialise=True)
         self.next_second = second + 1
@@ -49,7 +50,7 @@ class DatasetGenerator(ABC):
         return table
 
     def fast_forward(self, row_counts: Iterable[int]) -> None:
-        """Advance the state through the next seconds with these row counts without building tables (resume)."""
+        """Advance through the next seconds with these row counts, building no tables (to resume)."""
         for n in row_counts:
             self._check_second(self.next_second, n)
             self._step(self.next_second, int(n), materialise=False)
@@ -74,7 +75,7 @@ class DatasetGenerator(ABC):
     def rng(self, second: int) -> np.random.Generator:
         return np.random.default_rng([self.seed, second])
 
-    # -- for subclasses ---------------------------------------------------------------------------------------
+    # -- for subclasses ------------------------------------------------------------------------------------
     @abstractmethod
     def _step(self, second: int, n_rows: int, materialise: bool) -> pa.Table | None:
         """Advance the state by one second; return the table only when ``materialise`` is true."""
@@ -102,8 +103,8 @@ class DatasetGenerator(ABC):
 
 
 GENERATORS: Registry[Any] = Registry("dataset generator")
-"""name -> frozen GeneratorConfig class (``GENERATORS.get(name)(seed=...).build()``); ``.generator_cls`` is the
-generator class it builds."""
+"""name -> frozen GeneratorConfig class (``GENERATORS.get(name)(seed=...).build()``); its ``.generator_cls``
+is the generator class it builds."""
 
 
 def build_generator(name: str, seed: int = 0, **options: Any) -> DatasetGenerator:
@@ -115,7 +116,7 @@ def build_generator(name: str, seed: int = 0, **options: Any) -> DatasetGenerato
 class Workload(ABC):
     """One windowed continuous query of LMStream's Table III over a generator's stream.
 
-    The streaming transformation runs in output mode *append*; the batch oracle is an independent Spark SQL text.
+    The streaming transformation runs in output mode *append*; the batch oracle is independent Spark SQL.
     """
 
     name: str
@@ -157,7 +158,7 @@ class Workload(ABC):
         """The oracle as batch Spark SQL over the raw rows registered as temporary view ``view``."""
 
     def batch_query(self, df: DataFrame) -> DataFrame:
-        """The oracle: same result as :meth:`stream_query` over the same rows, computed as a batch SQL query."""
+        """The oracle: the result of :meth:`stream_query` over the same rows, as a batch SQL query."""
         view = f"adaptstream_{self.name.lower()}_{uuid.uuid4().hex[:10]}"
         df.createOrReplaceTempView(view)
         return df.sparkSession.sql(self.batch_sql(view))

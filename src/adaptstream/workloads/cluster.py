@@ -1,21 +1,22 @@
 """Google cluster-trace ``task_events`` (2011 schema): replay of the shared samples, then an empirical model.
 
-The first rows are the two shared 10,000-row samples (``task_event_1_10000.csv`` then ``task_event_2_10000.csv``
-from CppStream, VLDB'17 authors, MIT) replayed in file order. Dataset ``t`` with ``n`` rows takes the next ``n``
-rows of the replay; their trace timestamps are replaced by the run's clock: row ``i`` of dataset ``t`` gets
-``timestamp = t * 1e6 + floor(i * 1e6 / n)`` microseconds, so every row of dataset ``t`` has event time in
-``[t, t+1)`` seconds and the trace's relative order is kept.
+The first rows are the two shared 10,000-row samples (``task_event_1_10000.csv`` then
+``task_event_2_10000.csv`` from CppStream, VLDB'17 authors, MIT) replayed in file order. Dataset ``t`` with
+``n`` rows takes the next ``n`` rows of the replay; their trace timestamps are replaced by the run's clock:
+row ``i`` of dataset ``t`` gets ``timestamp = t * 1e6 + floor(i * 1e6 / n)`` microseconds, so every row of
+dataset ``t`` has event time in ``[t, t+1)`` seconds and the trace's relative order is kept.
 
-After the samples are exhausted rows come from an empirical model fitted to both samples (named *fitted* rows,
-simulated data): job-level fields (job ID, user, scheduling class, priority, resource requests, missing-info flag,
-machine-constraint flag) are copied from a uniformly drawn sample row, so a job is drawn with its empirical
-frequency and keeps its own class and request sizes; the event type is drawn from the empirical event-type
-distribution; the task index uniformly from the job's observed index range; the machine ID is null with the
-empirical null share of that event type and otherwise drawn from the observed machine IDs.
+After the samples are exhausted rows come from an empirical model fitted to both samples (named *fitted*
+rows, simulated data): job-level fields (job ID, user, scheduling class, priority, resource requests,
+missing-info flag, machine-constraint flag) are copied from a uniformly drawn sample row, so a job is drawn
+with its empirical frequency and keeps its own class and request sizes; the event type is drawn from the
+empirical event-type distribution; the task index uniformly from the job's observed index range; the machine
+ID is null with the empirical null share of that event type and otherwise drawn from the observed machine
+IDs.
 
-Missing fields in the real sample (109 rows of sample 1 have no CPU/memory/disk request and missing-info flag 2;
-machine IDs are often empty) are kept as null. SQL's SUM/AVG skip nulls, identically in the streaming query and
-the batch oracle; a group whose values are all null yields null.
+Missing fields in the real sample (109 rows of sample 1 have no CPU/memory/disk request and missing-info
+flag 2; machine IDs are often empty) are kept as null. SQL's SUM/AVG skip nulls, identically in the
+streaming query and the batch oracle; a group whose values are all null yields null.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ _JOB_FIELDS = ("missing_info", "job_id", "user_name", "scheduling_class", "prior
 
 
 def default_data_dir() -> Path:
-    """The shared CppStream data folder: $ADAPTSTREAM_CPPSTREAM_DIR, else ../shared/data/cppstream of the repo."""
+    """The shared CppStream data: $ADAPTSTREAM_CPPSTREAM_DIR, else ../shared/data/cppstream of the repo."""
     env = os.environ.get("ADAPTSTREAM_CPPSTREAM_DIR")
     if env:
         return Path(env)
@@ -74,7 +75,7 @@ def load_sample(data_dir: str) -> pa.Table:
     for name in SAMPLE_FILES:
         path = Path(data_dir) / name
         if not path.is_file():
-            msg = f"task_events sample {path} not found; set ADAPTSTREAM_CPPSTREAM_DIR to the cppstream folder"
+            msg = f"task_events sample {path} not found; set ADAPTSTREAM_CPPSTREAM_DIR to its folder"
             raise WorkloadError(msg)
         opts = pacsv.ReadOptions(column_names=list(NAMES))
         conv = pacsv.ConvertOptions(column_types={n: t for n, t, _, _ in COLUMNS}, strings_can_be_null=True)

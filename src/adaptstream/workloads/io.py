@@ -1,6 +1,6 @@
-"""Writing datasets as files a directory-watching reader (Spark's file source, adaptstream's files connector) can
-pick up safely: each file is written under a hidden temporary name and renamed into place, so a reader never sees
-a half-written dataset (Spark ignores names starting with '.' or '_')."""
+"""Writing datasets as files a directory-watching reader (Spark's file source, adaptstream's files connector)
+can pick up safely: each file is written under a hidden temporary name and renamed into place, so a reader
+never sees a half-written dataset (Spark ignores names starting with '.' or '_')."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def write_dataset(table: pa.Table, path: str | os.PathLike[str], fmt: str = "csv
 
 def write_run(generator: DatasetGenerator, workload: Workload | None, out_dir: str | os.PathLike[str],
               rows_per_second: Sequence[int], fmt: str = "csv") -> list[Path]:
-    """Write datasets 0..n-1 (row counts ``rows_per_second``) and, given a workload, its sentinel as dataset n.
+    """Write datasets 0..n-1 (``rows_per_second`` rows each) and, given a workload, its sentinel as dataset n.
 
     Modification times increase by one second per dataset (in the past), so readers that order files by
     modification time, as Spark's file source does, see them in time order."""

@@ -1,21 +1,22 @@
 """Linear Road position reports from a vehicle simulation (input format of Arasu et al., VLDB 2004).
 
-Rows have the benchmark's 15 integer fields ``Type, Time, VID, Spd, XWay, Lane, Dir, Seg, Pos, QID, Sinit, Send,
-DOW, TOD, Day``; fields a row type does not use are -1, as in the benchmark's data files. The simulation is our own
-(simulated traffic, not the benchmark's MITSIM-generated files):
+Rows have the benchmark's 15 integer fields ``Type, Time, VID, Spd, XWay, Lane, Dir, Seg, Pos, QID, Sinit,
+Send, DOW, TOD, Day``; fields a row type does not use are -1, as in the benchmark's data files. The
+simulation is our own (simulated traffic, not the benchmark's MITSIM-generated files):
 
-* vehicles enter on an entrance ramp (first report in lane 0), drive in travel lanes 1-3 and leave at their exit
-  segment with a last report in lane 4; each vehicle reports every 30 s from its entry second on;
-* speed = the vehicle's preferred free-flow speed slowed by the number of vehicles in its segment, plus noise;
-  simulated accidents slow the accident segment and the 4 segments upstream of it for 5-20 minutes;
-* the number of rows in second ``t`` is exactly the requested ``n_rows``: the vehicles due to report in ``t`` are
-  those that entered at a second congruent to ``t`` mod 30; missing reports are filled by new vehicles entering,
-  surplus vehicles leave the simulated road silently (they just stop reporting, with no final exit report);
-* a small share of rows are query requests (Type 2 balance, 3 daily expenditure, 4 travel time) by vehicles that
-  report in the same second.
+* vehicles enter on an entrance ramp (first report in lane 0), drive in travel lanes 1-3 and leave at their
+  exit segment with a last report in lane 4; each vehicle reports every 30 s from its entry second on;
+* speed = the vehicle's preferred free-flow speed slowed by the number of vehicles in its segment, plus
+  noise; simulated accidents slow the accident segment and the 4 segments upstream of it for 5-20 minutes;
+* the number of rows in second ``t`` is exactly the requested ``n_rows``: the vehicles due to report in
+  ``t`` are those that entered at a second congruent to ``t`` mod 30; missing reports are filled by new
+  vehicles entering, surplus vehicles leave the simulated road silently (they just stop reporting, with no
+  final exit report);
+* a small share of rows are query requests (Type 2 balance, 3 daily expenditure, 4 travel time) by vehicles
+  that report in the same second.
 
-With ``xways=None`` the number of expressways grows with the rate (one per ``reports_per_xway`` rows/s, as the
-benchmark scales with its L rating) so that congestion per segment stays in a realistic band.
+With ``xways=None`` the number of expressways grows with the rate (one per ``reports_per_xway`` rows/s, as
+the benchmark scales with its L rating) so that congestion per segment stays in a realistic band.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ class LinearRoadGenerator(DatasetGenerator):
         self.next_qid = 0
         self.active_xways = 1 if config.xways is None else config.xways
 
-    # -- state --------------------------------------------------------------------------------------------------
+    # -- state ---------------------------------------------------------------------------------------------
     def _state(self) -> dict[str, Any]:
         return {
             "buckets": [{k: v.copy() for k, v in b.items()} for b in self.buckets],
@@ -97,7 +98,7 @@ class LinearRoadGenerator(DatasetGenerator):
         }
 
     def _load_state(self, state: dict[str, Any]) -> None:
-        self.buckets = [{k: np.asarray(v, dtype=np.int64).copy() for k, v in b.items()} for b in state["buckets"]]
+        self.buckets = [{k: np.array(v, dtype=np.int64) for k, v in b.items()} for b in state["buckets"]]
         self.counts = np.asarray(state["counts"], dtype=np.int64).copy()
         self.accidents = np.asarray(state["accidents"], dtype=np.int64).reshape(-1, 5).copy()
         self.next_vid = int(state["next_vid"])
@@ -108,7 +109,7 @@ class LinearRoadGenerator(DatasetGenerator):
     def active_vehicles(self) -> int:
         return sum(len(b["vid"]) for b in self.buckets)
 
-    # -- one simulated second -----------------------------------------------------------------------------------
+    # -- one simulated second ------------------------------------------------------------------------------
     def _step(self, second: int, n_rows: int, materialise: bool) -> pa.Table | None:
         cfg = self.config
         rng = self.rng(second)
@@ -153,13 +154,14 @@ class LinearRoadGenerator(DatasetGenerator):
             np.add.at(self.counts, (bucket["xway"], bucket["dir"], bucket["pos"] // SEGMENT_FT), delta)
 
     def _move(self, b: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray]:
-        """Advance each vehicle by 30 s at its last reported speed; vehicles reaching their exit segment exit."""
+        """Advance each vehicle by 30 s at its last reported speed; those reaching their exit segment exit."""
         sign = 1 - 2 * b["dir"]
         pos = b["pos"] + sign * np.floor(b["spd"] * FT_PER_MPH_30S).astype(np.int64)
         new_seg = pos // SEGMENT_FT
         exiting = np.where(b["dir"] == 0, new_seg >= b["dest"], new_seg <= b["dest"])
         # an exiting vehicle reports from inside its exit segment (it does not overshoot the ramp)
-        pos = np.where(exiting & (b["dir"] == 0), np.minimum(pos, b["dest"] * SEGMENT_FT + SEGMENT_FT - 1), pos)
+        last_ft = b["dest"] * SEGMENT_FT + SEGMENT_FT - 1
+        pos = np.where(exiting & (b["dir"] == 0), np.minimum(pos, last_ft), pos)
         pos = np.where(exiting & (b["dir"] == 1), np.maximum(pos, b["dest"] * SEGMENT_FT), pos)
         moved = dict(b)
         moved["pos"] = np.clip(pos, 0, MAX_POS)
@@ -173,7 +175,7 @@ class LinearRoadGenerator(DatasetGenerator):
         entry = rng.integers(0, N_SEGMENTS - 1, size=k)  # 0..98 counted along the direction of travel
         trip = rng.integers(1, cfg.max_trip_segments + 1, size=k)
         dest_along = np.minimum(entry + trip, N_SEGMENTS - 1)
-        offset = rng.integers(0, SEGMENT_FT // 4, size=k)  # the ramp joins in the first quarter of the segment
+        offset = rng.integers(0, SEGMENT_FT // 4, size=k)  # the ramp joins in the segment's first quarter
         pos_along = entry * SEGMENT_FT + offset
         pos = np.where(direction == 0, pos_along, MAX_POS - pos_along)
         dest = np.where(direction == 0, dest_along, N_SEGMENTS - 1 - dest_along)
@@ -197,7 +199,7 @@ class LinearRoadGenerator(DatasetGenerator):
     def _accident_zones(self) -> np.ndarray:
         zones = np.zeros(self.counts.shape, dtype=np.int8)
         for xw, d, aseg, _start, _end in self.accidents:
-            lo, hi = (aseg - 4, aseg) if d == 0 else (aseg, aseg + 4)  # upstream = against the travel direction
+            lo, hi = (aseg - 4, aseg) if d == 0 else (aseg, aseg + 4)  # upstream = against the traffic
             zones[xw, d, max(lo, 0):min(hi, N_SEGMENTS - 1) + 1] = np.maximum(
                 zones[xw, d, max(lo, 0):min(hi, N_SEGMENTS - 1) + 1], 1)
         for xw, d, aseg, _start, _end in self.accidents:

@@ -1,16 +1,17 @@
 """The six workloads of LMStream's Table III (LR1S, LR1T, LR2S, CM1S, CM1T, CM2S) as Structured Streaming
-queries in output mode append, each with an independent batch Spark SQL oracle (semantics: docs/workloads.md).
+queries in output mode append, each with an independent batch Spark SQL oracle (semantics in
+docs/workloads.md).
 
-Common to all: the event time is derived from the raw rows: second ``t`` of the run is ``RUN_EPOCH + t`` where
-``RUN_EPOCH`` = 2024-01-01 00:00:00 UTC (``timestamp_seconds(Time + 1704067200)`` for Linear Road,
-``timestamp_micros(timestamp + 1704067200000000)`` for task_events). The epoch is a whole number of days, so
+Event time: second ``t`` of the run is ``RUN_EPOCH + t`` with ``RUN_EPOCH`` = 2024-01-01 00:00:00 UTC, i.e.
+``timestamp_seconds(CAST(Time AS BIGINT) + 1704067200)`` for Linear Road and
+``timestamp_micros(timestamp + 1704067200000000)`` for task_events. The epoch is a whole number of days, so
 windows still start at multiples of the slide from the start of the run; it is not 0 because a stream-stream
-join drops rows whose event time is <= the initial watermark (0 = 1970-01-01) in the first micro-batch. The
-watermark is declared on it *before* the sentinel rows are
-filtered out (so the end-of-stream sentinel moves the watermark past every open window), and windows start at
-multiples of the slide from the epoch, as Spark's ``window()`` does. The oracles do not call ``window()``: they
-enumerate the windows of each row with integer arithmetic (``sequence`` + ``explode``), so a misuse of the
-streaming window function would show up as a mismatch.
+join drops rows whose event time is <= the initial watermark (0 = 1970-01-01) in the first micro-batch.
+
+The watermark is declared on the event time *before* the sentinel rows are filtered out, so the end-of-stream
+sentinel moves the watermark past every open window. The oracles do not call ``window()``: they enumerate the
+windows of each row with integer arithmetic (``sequence`` + ``explode``), so a misuse of the streaming window
+function would show up as a mismatch.
 """
 
 from __future__ import annotations
@@ -39,19 +40,21 @@ class _LMStreamWorkload(Workload):
     time_unit_per_s: int = 1  # units of the raw time column per second (1 for LR Time, 1e6 for trace micros)
 
     def _events(self, df: DataFrame, extra_predicate: str | None = None) -> DataFrame:
-        """Raw stream -> data rows with ``event_time``; watermark first, then the sentinel filter (and the query's
-        own row filter ``extra_predicate``, which must be pinned the same way)."""
+        """Raw stream -> data rows with ``event_time``; watermark first, then the sentinel filter (and the
+        query's own row filter ``extra_predicate``, which must be pinned the same way)."""
         from pyspark.sql import functions as F
 
         wm = df.withColumn("event_time", F.expr(self.event_time_expr)).withWatermark(
             "event_time", _ms(self.watermark_delay_s))
         # Spark's optimizer pushes filter conjuncts that do not reference the event-time column below
-        # EventTimeWatermark (PushPredicateThroughNonJoin), and even into the file scan: a plain `Type = 0` would
-        # drop the sentinel before it can move the watermark. Tying the predicate to event_time keeps it above.
+        # EventTimeWatermark (PushPredicateThroughNonJoin), and even into the file scan: a plain `Type = 0`
+        # would drop the sentinel before it can move the watermark. Tying it to event_time keeps it above.
         return wm.where(self.pinned_predicate(extra_predicate))
 
     def pinned_predicate(self, extra_predicate: str | None = None) -> str:
-        pred = self.data_predicate if not extra_predicate else f"({self.data_predicate}) AND ({extra_predicate})"
+        pred = self.data_predicate
+        if extra_predicate:
+            pred = f"({pred}) AND ({extra_predicate})"
         return f"CASE WHEN event_time IS NOT NULL THEN ({pred}) END"
 
     def _window(self):
@@ -65,7 +68,7 @@ class _LMStreamWorkload(Workload):
     def abs_time_sql(self) -> str:
         """SQL: the raw time column shifted to the run epoch, in raw units (seconds or microseconds)."""
         col = "Time" if self.time_unit_per_s == 1 else "`timestamp`"
-        return f"({col} + {RUN_EPOCH_S * self.time_unit_per_s})"
+        return f"(CAST({col} AS BIGINT) + {RUN_EPOCH_S * self.time_unit_per_s})"
 
     def _window_starts_sql(self, time_col: str) -> str:
         """SQL array of the start times (raw units since 1970) of every window that contains ``time_col``."""
@@ -77,17 +80,18 @@ class _LMStreamWorkload(Workload):
 
 @dataclass(frozen=True)
 class SegmentJoinWorkload(_LMStreamWorkload):
-    """LR1: each position report joined with the distinct vehicles of the windowed stream A (Table III, LR1)."""
+    """LR1: each position report joined with the vehicles of the windowed stream A (Table III, LR1)."""
 
     def stream_query(self, df: DataFrame) -> DataFrame:
         from pyspark.sql import functions as F
 
         reports = self._events(df)
-        # A: one row per (report, window containing it). Only a_ts may carry the event-time marker into the join
-        # (Spark allows one per side), so the window is copied into a plain struct.
+        # A: one row per (report, window containing it). Only a_ts may carry the event-time marker into the
+        # join (Spark allows one per side), so the window is copied into a plain struct.
         a = reports.select(F.col("VID").alias("a_vid"), F.col("event_time").alias("a_ts"),
                            self._window().alias("w")).select(
-            "a_vid", "a_ts", F.struct(F.col("w.start").alias("start"), F.col("w.end").alias("end")).alias("a_win"))
+            "a_vid", "a_ts",
+            F.struct(F.col("w.start").alias("start"), F.col("w.end").alias("end")).alias("a_win"))
         lr = reports.select(
             F.col("Time").alias("timestamp"), F.col("VID").alias("vehicle"), F.col("Spd").alias("speed"),
             F.col("XWay").alias("highway"), F.col("Lane").alias("lane"), F.col("Dir").alias("direction"),
@@ -136,7 +140,8 @@ class SegmentSpeedWorkload(_LMStreamWorkload):
         size = round(self.window_s)
         return f"""
         WITH r AS (SELECT *, {self.abs_time_sql} AS t FROM {view} WHERE {LR_DATA}),
-        e AS (SELECT ws, XWay, Dir, Seg, Spd FROM r LATERAL VIEW explode({self._window_starts_sql('t')}) w AS ws)
+        e AS (SELECT ws, XWay, Dir, Seg, Spd FROM r
+              LATERAL VIEW explode({self._window_starts_sql('t')}) w AS ws)
         SELECT timestamp_seconds(ws) AS window_start, timestamp_seconds(ws + {size}) AS window_end,
                XWay AS highway, Dir AS direction, Seg AS segment, AVG(Spd) AS avgSpeed
         FROM e GROUP BY ws, XWay, Dir, Seg HAVING AVG(Spd) < {self.threshold_mph}
@@ -196,7 +201,8 @@ class JobCpuWorkload(_LMStreamWorkload):
         return f"""
         WITH r AS (SELECT *, {self.abs_time_sql} AS t FROM {view}
                    WHERE {CM_DATA} AND event_type = {self.event_type}),
-        e AS (SELECT ws, job_id, cpu_request FROM r LATERAL VIEW explode({self._window_starts_sql('t')}) w AS ws)
+        e AS (SELECT ws, job_id, cpu_request FROM r
+              LATERAL VIEW explode({self._window_starts_sql('t')}) w AS ws)
         SELECT timestamp_micros(ws) AS window_start, timestamp_micros(ws + {size}) AS window_end,
                job_id AS jobId, AVG(cpu_request) AS avgCpu
         FROM e GROUP BY ws, job_id
@@ -206,14 +212,16 @@ class JobCpuWorkload(_LMStreamWorkload):
         return ("window_start", "window_end", "jobId", "avgCpu")
 
 
-_LR = {"generator": "linear_road", "event_time_column": "Time", "event_time_expr": f"timestamp_seconds(Time + {RUN_EPOCH_S})",
+_LR = {"generator": "linear_road", "event_time_column": "Time",
+       "event_time_expr": f"timestamp_seconds(CAST(Time AS BIGINT) + {RUN_EPOCH_S})",
        "data_predicate": LR_DATA, "time_unit_per_s": 1}
 _CM = {"generator": "task_events", "event_time_column": "timestamp",
-       "event_time_expr": f"timestamp_micros(`timestamp` + {RUN_EPOCH_S * 1_000_000})", "data_predicate": CM_DATA,
+       "event_time_expr": f"timestamp_micros(`timestamp` + {RUN_EPOCH_S * 1_000_000})",
+       "data_predicate": CM_DATA,
        "time_unit_per_s": 1_000_000}
 
 LR1S = SegmentJoinWorkload(name="LR1S", window_s=30.0, slide_s=5.0, key_columns=("VID",),
-                           description="Table III LR1, sliding 30 s / 5 s: reports joined with windowed vehicles",
+                           description="Table III LR1, sliding 30 s / 5 s: reports x windowed vehicles",
                            **_LR)
 LR1T = SegmentJoinWorkload(name="LR1T", window_s=30.0, slide_s=30.0, key_columns=("VID",),
                            description="Table III LR1, tumbling 30 s", **_LR)
@@ -224,7 +232,8 @@ CM1S = CategoryCpuWorkload(name="CM1S", window_s=60.0, slide_s=10.0, key_columns
 CM1T = CategoryCpuWorkload(name="CM1T", window_s=60.0, slide_s=60.0, key_columns=("scheduling_class",),
                            description="Table III CM1, tumbling 60 s", **_CM)
 CM2S = JobCpuWorkload(name="CM2S", window_s=60.0, slide_s=5.0, key_columns=("job_id",),
-                      description="Table III CM2, sliding 60 s / 5 s: mean CPU of scheduled tasks per job", **_CM)
+                      description="Table III CM2, sliding 60 s / 5 s: mean CPU of scheduled tasks per job",
+                      **_CM)
 
 for _w in (LR1S, LR1T, LR2S, CM1S, CM1T, CM2S):
     WORKLOADS.register(_w.name)(_w)

@@ -57,7 +57,7 @@ def file_stream_factory(spark: SparkSession, workload: Workload, input_dir: str,
 
 
 def run_stream(spark: SparkSession, workload: Workload, stream_df_factory: Callable[[], DataFrame],
-               checkpoint_dir: str | None = None, timeout_s: float = 300.0) -> tuple[list[list[tuple]], tuple]:
+               checkpoint_dir: str | None = None) -> tuple[list[list[tuple]], tuple]:
     """Run the workload's streaming query to the end of the available input; rows per micro-batch."""
     batches: list[list[tuple]] = []
     columns: list[tuple[str, ...]] = []
@@ -117,8 +117,8 @@ def assert_stream_equals_batch(spark: SparkSession, workload: Workload, input_di
                                checkpoint_dir: str | None = None) -> OracleResult:
     """Raise AssertionError unless the stream's rows equal the batch oracle's rows (as multisets).
 
-    ``stream_df_factory`` returns the raw streaming DataFrame over ``input_dir`` (default: Spark's file source,
-    one file per micro-batch). The input must end with the workload's sentinel so every window closes.
+    ``stream_df_factory`` returns the raw streaming DataFrame over ``input_dir`` (default: Spark's file
+    source, one file per micro-batch). The input must end with the workload's sentinel so every window closes.
     """
     factory = stream_df_factory or file_stream_factory(spark, workload, input_dir, fmt)
     batches, columns = run_stream(spark, workload, factory, checkpoint_dir)

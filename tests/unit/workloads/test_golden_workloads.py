@@ -1,0 +1,27 @@
+"""The generators still produce the checked-in golden traces (tests/unit/golden/make_golden_workloads.py)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+GOLDEN = os.path.join(os.path.dirname(__file__), "..", "golden")
+
+
+def test_generators_match_golden_traces() -> None:
+    from adaptstream.workloads.cluster import default_data_dir
+
+    if not (default_data_dir() / "task_event_1_10000.csv").is_file():
+        pytest.skip("shared cppstream samples not available")
+    sys.path.insert(0, GOLDEN)
+    try:
+        from make_golden_workloads import traces
+    finally:
+        sys.path.remove(GOLDEN)
+    produced = traces()
+    assert len(produced) == 3
+    for name, text in produced.items():
+        with open(os.path.join(GOLDEN, name)) as f:
+            assert text == f.read(), f"{name} changed; regenerate only for an intended generator change"

@@ -119,7 +119,8 @@ def demo(
     spark = _spark(master)
     results = []
     for admission in ("lmstream", "fixed"):
-        spec = RunSpec(workload=workload, admission=admission, traffic=traffic, rate=rate, duration=duration)
+        spec = RunSpec(workload=workload, admission=admission, traffic=traffic, rate=rate, duration=duration,
+                       warmup=5.0)
         results.append(_run_with_progress(spark, spec, os.path.join(run_dir, admission)))
     md = write_comparison(results, run_dir, f"adaptstream demo: {workload}, {traffic} traffic at {rate} rows/s")
     _print_table(results)

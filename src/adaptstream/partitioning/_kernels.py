@@ -45,7 +45,7 @@ def slot_of(tab_keys: np.ndarray, key: np.int64) -> np.int64:
     i = np.int64(mix64(np.uint64(key), np.uint64(7)) & mask)
     while True:
         k = tab_keys[i]
-        if k == key or k == EMPTY:
+        if k == key or k == EMPTY:  # noqa: SIM109 - numba
             return i
         i = np.int64((np.uint64(i) + np.uint64(1)) & mask)
 

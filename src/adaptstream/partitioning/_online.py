@@ -37,8 +37,25 @@ def _card(c, exact, card, hz, hzeros, m, alpha_m):
 
 
 @njit(cache=True)
-def _online_kernel(keys, out, num_blocks, choices, mode, p, loads, card, exact, tab_keys, tab_vals,
-                   size_box, regs, hz, hzeros, bits, alpha_m):
+def _online_kernel(
+    keys,
+    out,
+    num_blocks,
+    choices,
+    mode,
+    p,
+    loads,
+    card,
+    exact,
+    tab_keys,
+    tab_vals,
+    size_box,
+    regs,
+    hz,
+    hzeros,
+    bits,
+    alpha_m,
+):
     m = 1 << bits
     use_table = exact and mode != MODE_PK
     cand = np.empty(choices, dtype=np.int64)
@@ -53,7 +70,7 @@ def _online_kernel(keys, out, num_blocks, choices, mode, p, loads, card, exact, 
             if tab_keys[slot] == k:
                 mask = tab_vals[slot]
         chosen = -1
-        if mode == MODE_AM or mode == MODE_CAM:  # group affinity: a candidate that already holds k
+        if mode == MODE_AM or mode == MODE_CAM:  # noqa: SIM109 - group affinity: a candidate that already holds k
             for j in range(choices):
                 c = cand[j]
                 if exact:
@@ -67,8 +84,12 @@ def _online_kernel(keys, out, num_blocks, choices, mode, p, loads, card, exact, 
                         chosen = c
                         break
                     before = hll_estimate(hz[c], hzeros[c], m, alpha_m)
-                    after = hll_estimate(hz[c] + 2.0 ** (-rank) - 2.0 ** (-np.int64(old)),
-                                         hzeros[c] - (1 if old == 0 else 0), m, alpha_m)
+                    after = hll_estimate(
+                        hz[c] + 2.0 ** (-rank) - 2.0 ** (-np.int64(old)),
+                        hzeros[c] - (1 if old == 0 else 0),
+                        m,
+                        alpha_m,
+                    )
                     if after == before:  # optimistic: estimate unchanged -> assume already sent
                         chosen = c
                         break
@@ -85,9 +106,9 @@ def _online_kernel(keys, out, num_blocks, choices, mode, p, loads, card, exact, 
                     cmax = max(cmax, v)
             for j in range(choices):
                 c = cand[j]
-                if mode == MODE_PK or mode == MODE_CAM:
+                if mode == MODE_PK or mode == MODE_CAM:  # noqa: SIM109
                     score = float(loads[c])
-                elif mode == MODE_CM or mode == MODE_AM:
+                elif mode == MODE_CM or mode == MODE_AM:  # noqa: SIM109
                     score = _card(c, exact, card, hz, hzeros, m, alpha_m)
                 else:
                     ln = (loads[c] - lmin) / (lmax - lmin) if lmax > lmin else 0.0
@@ -121,8 +142,16 @@ def _online_kernel(keys, out, num_blocks, choices, mode, p, loads, card, exact, 
 class OnlinePartitioner(Partitioner):
     """Per-tuple d-choice partitioner; statistics live for one batch (default) or until on_window_boundary."""
 
-    def __init__(self, name: str, mode: int, choices: int, cardinality: str = "exact", p: float = 0.5,
-                 window: str = "batch", hll_bits: int = 12) -> None:
+    def __init__(
+        self,
+        name: str,
+        mode: int,
+        choices: int,
+        cardinality: str = "exact",
+        p: float = 0.5,
+        window: str = "batch",
+        hll_bits: int = 12,
+    ) -> None:
         if cardinality not in ("exact", "hll"):
             msg = f"cardinality must be 'exact' or 'hll', got {cardinality!r}"
             raise PartitioningError(msg)
@@ -175,13 +204,29 @@ class OnlinePartitioner(Partitioner):
         hll = self._hll if self._hll is not None else BlockHLL(1, 4)
         size_box = np.zeros(1, dtype=np.int64)
         for lo in range(0, len(keys), CHUNK):
-            chunk = keys[lo:lo + CHUNK]
+            chunk = keys[lo : lo + CHUNK]
             if exact and self.mode != MODE_PK:
                 self._table.reserve(len(chunk))
             size_box[0] = self._table.size
-            _online_kernel(chunk, out[lo:lo + CHUNK], num_blocks, self.choices, self.mode, self.p, self._loads,
-                           self._card, exact, self._table.keys, self._table.vals, size_box, hll.regs, hll.z,
-                           hll.zeros, hll.bits, hll.alpha_m)
+            _online_kernel(
+                chunk,
+                out[lo : lo + CHUNK],
+                num_blocks,
+                self.choices,
+                self.mode,
+                self.p,
+                self._loads,
+                self._card,
+                exact,
+                self._table.keys,
+                self._table.vals,
+                size_box,
+                hll.regs,
+                hll.z,
+                hll.zeros,
+                hll.bits,
+                hll.alpha_m,
+            )
             self._table.size = int(size_box[0])
         return out
 

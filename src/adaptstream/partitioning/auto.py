@@ -40,9 +40,16 @@ class AutoPartitioner(Partitioner):
         per_block = len(keys) / num_blocks
         few = groups * self.ratio <= per_block
         chosen = self.few if few else self.many
-        self._log.append({"batch": len(self._log), "rows": len(keys), "groups": groups,
-                          "tuples_per_block": per_block, "choice": chosen.name,
-                          "rule": f"groups*{self.ratio:g} {'<=' if few else '>'} tuples/block"})
+        self._log.append(
+            {
+                "batch": len(self._log),
+                "rows": len(keys),
+                "groups": groups,
+                "tuples_per_block": per_block,
+                "choice": chosen.name,
+                "rule": f"groups*{self.ratio:g} {'<=' if few else '>'} tuples/block",
+            }
+        )
         return chosen.assign(keys, num_blocks)
 
     def on_window_boundary(self) -> None:
@@ -66,5 +73,9 @@ class AutoConfig:
     def build(self) -> Partitioner:
         from adaptstream.partitioning import build_partitioner
 
-        return AutoPartitioner(build_partitioner(self.few_groups), build_partitioner(self.many_groups),
-                               self.ratio, self.cardinality)
+        return AutoPartitioner(
+            build_partitioner(self.few_groups),
+            build_partitioner(self.many_groups),
+            self.ratio,
+            self.cardinality,
+        )

@@ -17,16 +17,17 @@ from adaptstream.errors import PartitioningError
 
 
 class Partitioner(ABC):
-    """Decides, for the rows of one micro-batch, which block (= Spark input partition = task) each row goes to."""
+    """Decides, for the rows of one micro-batch, which block (= Spark input partition = task) each row
+    goes to."""
 
     name: str = "base"
 
     def observe(self, keys: np.ndarray) -> None:  # noqa: B027 - deliberate default no-op
-        """Called with int64 key hashes as tuples arrive while the batch is still buffering (Prompt Alg. 1)."""
+        """int64 key hashes, called as tuples arrive while the batch still buffers (Prompt Alg. 1)."""
 
     @abstractmethod
     def assign(self, keys: np.ndarray, num_blocks: int) -> np.ndarray:
-        """int64 key hashes of the batch rows in arrival order -> int32 block id per row in [0, num_blocks)."""
+        """int64 key hashes of the batch rows in arrival order -> int32 block id per row in [0, P)."""
 
     def on_window_boundary(self) -> None:  # noqa: B027 - deliberate default no-op
         """Reset counts/cardinalities when a window expires (holistic Alg. 1 lines 3-5)."""

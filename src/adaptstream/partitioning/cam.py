@@ -19,5 +19,6 @@ class CAMConfig:
 
     def build(self) -> Partitioner:
         suffix = "-hll" if self.cardinality == "hll" else ""
-        return OnlinePartitioner(f"cam{suffix}", MODE_CAM, self.choices, cardinality=self.cardinality,
-                                 window=self.window)
+        return OnlinePartitioner(
+            f"cam{suffix}", MODE_CAM, self.choices, cardinality=self.cardinality, window=self.window
+        )

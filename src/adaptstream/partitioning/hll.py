@@ -56,8 +56,9 @@ def hll_index_rank(key: np.int64, bits: int) -> tuple[np.int64, np.int64]:
 
 
 @njit(cache=True)
-def hll_add_many(regs: np.ndarray, z: np.ndarray, zeros: np.ndarray, keys: np.ndarray, blocks: np.ndarray,
-                 bits: int) -> None:
+def hll_add_many(
+    regs: np.ndarray, z: np.ndarray, zeros: np.ndarray, keys: np.ndarray, blocks: np.ndarray, bits: int
+) -> None:
     """Add keys[i] to the sketch of blocks[i] (regs is [V, 2**bits] uint8)."""
     for i in range(keys.shape[0]):
         b = blocks[i]
@@ -87,8 +88,14 @@ class BlockHLL:
         self.zeros.fill(self.m)
 
     def add(self, keys: np.ndarray, blocks: np.ndarray) -> None:
-        hll_add_many(self.regs, self.z, self.zeros, np.ascontiguousarray(keys, dtype=np.int64),
-                     np.ascontiguousarray(blocks, dtype=np.int64), self.bits)
+        hll_add_many(
+            self.regs,
+            self.z,
+            self.zeros,
+            np.ascontiguousarray(keys, dtype=np.int64),
+            np.ascontiguousarray(blocks, dtype=np.int64),
+            self.bits,
+        )
 
     def estimate(self, block: int) -> float:
         return float(hll_estimate(self.z[block], self.zeros[block], self.m, self.alpha_m))

@@ -20,5 +20,6 @@ class LMConfig:
 
     def build(self) -> Partitioner:
         suffix = "-hll" if self.cardinality == "hll" else ""
-        return OnlinePartitioner(f"lm{suffix}", MODE_LM, self.choices, cardinality=self.cardinality,
-                                 window=self.window, p=self.p)
+        return OnlinePartitioner(
+            f"lm{suffix}", MODE_LM, self.choices, cardinality=self.cardinality, window=self.window, p=self.p
+        )

@@ -33,7 +33,9 @@ def block_sizes(blocks: np.ndarray, num_blocks: int) -> np.ndarray:
     return np.bincount(np.asarray(blocks, dtype=np.int64), minlength=num_blocks)
 
 
-def key_block_pairs(keys: np.ndarray, blocks: np.ndarray, num_blocks: int) -> tuple[np.ndarray, np.ndarray, int]:
+def key_block_pairs(
+    keys: np.ndarray, blocks: np.ndarray, num_blocks: int
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Distinct (key code, block) pairs = key fragments; also returns the number of distinct keys K."""
     k, b = _check(keys, blocks, num_blocks)
     codes, uniq = pd.factorize(k)
@@ -76,7 +78,12 @@ def ksr(keys: np.ndarray, blocks: np.ndarray, num_blocks: int) -> float:
     return len(pk) / k if k else 1.0
 
 
-def mpi(bsi_value: float, bci_value: float, ksr_value: float, p: tuple[float, float, float] = (1 / 3, 1 / 3, 1 / 3)) -> float:
+def mpi(
+    bsi_value: float,
+    bci_value: float,
+    ksr_value: float,
+    p: tuple[float, float, float] = (1 / 3, 1 / 3, 1 / 3),
+) -> float:
     """Micro-batch Partitioning-Imbalance, Prompt Eq. 6 (p1+p2+p3 = 1; the paper uses 1/3 each)."""
     if abs(sum(p) - 1.0) > 1e-9:
         msg = f"MPI weights must sum to 1, got {p}"
@@ -97,7 +104,9 @@ def hybrid_imbalance(sizes: np.ndarray, cards: np.ndarray, p: float = 0.5) -> fl
     return imbalance(h)
 
 
-def reduce_bucket_sizes(keys: np.ndarray, blocks: np.ndarray, num_blocks: int, num_buckets: int) -> np.ndarray:
+def reduce_bucket_sizes(
+    keys: np.ndarray, blocks: np.ndarray, num_blocks: int, num_buckets: int
+) -> np.ndarray:
     """Reduce input per bucket when every block's partial results are hash-partitioned (Spark's exchange):
     each key fragment is one partial-aggregate record, sent to bucket H(key) mod r."""
     k, b = _check(keys, blocks, num_blocks)
@@ -108,7 +117,9 @@ def reduce_bucket_sizes(keys: np.ndarray, blocks: np.ndarray, num_blocks: int, n
     return np.bincount(bucket, minlength=num_buckets)
 
 
-def batch_report(keys: np.ndarray, blocks: np.ndarray, num_blocks: int, num_buckets: int | None = None) -> dict[str, Any]:
+def batch_report(
+    keys: np.ndarray, blocks: np.ndarray, num_blocks: int, num_buckets: int | None = None
+) -> dict[str, Any]:
     """All metrics for one batch (used per batch by benchmarks and the streaming source)."""
     k, b = _check(keys, blocks, num_blocks)
     sizes = block_sizes(b, num_blocks)

@@ -1,4 +1,5 @@
-"""Partial key grouping, PK-d (Nasir et al. [28,29] as described in holistic Sec. 2.4 and Prompt Sec. 2.2.4): d candidates per key, least tuple count wins. pk2 and pk5 are d=2 and d=5."""
+"""Partial key grouping, PK-d (Nasir et al. [28,29] as described in holistic
+Sec. 2.4 and Prompt Sec. 2.2.4): d candidates per key, least tuple count wins. pk2 and pk5 are d=2 and d=5."""
 
 from __future__ import annotations
 

@@ -35,8 +35,24 @@ from adaptstream.partitioning.base import Partitioner, check_args
 
 # ----------------------------------------------------------------------------------------- Alg. 1
 @njit(cache=True)
-def _observe_kernel(keys, now, t_end, tab_keys, tab_vals, box, freq_cur, freq_upd, budget_left, f_step,
-                    t_step, last_upd, tree_count, budget0, f0, n_est):
+def _observe_kernel(
+    keys,
+    now,
+    t_end,
+    tab_keys,
+    tab_vals,
+    box,
+    freq_cur,
+    freq_upd,
+    budget_left,
+    f_step,
+    t_step,
+    last_upd,
+    tree_count,
+    budget0,
+    f0,
+    n_est,
+):
     """box = [N_C, K, tree_updates]."""
     for i in range(keys.shape[0]):
         k = keys[i]
@@ -117,7 +133,9 @@ def _place_residuals(res_key, res_size, res_home, rem, out_key, out_block, out_s
     return n
 
 
-def bbpfi_plan(order: np.ndarray, sizes: np.ndarray, num_blocks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def bbpfi_plan(
+    order: np.ndarray, sizes: np.ndarray, num_blocks: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """B-BPFI heuristic (Prompt Alg. 2) over keys given in (quasi-)descending order.
 
     order: key ids in the CountTree's in-order traversal; sizes[id]: exact tuple count of key id.
@@ -154,7 +172,11 @@ def bbpfi_plan(order: np.ndarray, sizes: np.ndarray, num_blocks: int) -> tuple[n
     m = len(res_key) + 2 * p + 8
     ok, ob, os_ = np.empty(m * 2, np.int64), np.empty(m * 2, np.int64), np.empty(m * 2, np.int64)
     n = _place_residuals(res_key, res_size, res_home, rem, ok, ob, os_)
-    return (np.concatenate([f_key, ok[:n]]), np.concatenate([f_block, ob[:n]]), np.concatenate([f_size, os_[:n]]))
+    return (
+        np.concatenate([f_key, ok[:n]]),
+        np.concatenate([f_block, ob[:n]]),
+        np.concatenate([f_size, os_[:n]]),
+    )
 
 
 def _trim_overfull(f_key, f_block, f_size, cap):
@@ -179,7 +201,7 @@ def _trim_overfull(f_key, f_block, f_size, cap):
         f_size[whole] = 0
         if moved_part > 0:
             j = idx[cut]
-            spill_k.append(f_key[j:j + 1])
+            spill_k.append(f_key[j : j + 1])
             spill_s.append(np.array([moved_part], np.int64))
             f_size[j] -= moved_part
     keep = f_size > 0
@@ -188,9 +210,10 @@ def _trim_overfull(f_key, f_block, f_size, cap):
 
 # ----------------------------------------------------------------------------------------- row mapping
 @njit(cache=True)
-def _map_rows(keys, n_planned, tab_keys, tab_vals, frag_start, frag_count, frag_block, frag_size, cap_final,
-              out):
-    """Rows in arrival order -> planned fragment of their key; late rows -> home block if room, else emptiest."""
+def _map_rows(
+    keys, n_planned, tab_keys, tab_vals, frag_start, frag_count, frag_block, frag_size, cap_final, out
+):
+    """Rows in arrival order -> planned fragment of their key; late rows -> home block, else emptiest."""
     nk = frag_start.shape[0]
     cursor = np.zeros(nk, dtype=np.int64)  # fragment index within the key
     used = np.zeros(nk, dtype=np.int64)  # tuples taken from the current fragment
@@ -256,13 +279,19 @@ def _worst_fit(keys, sizes, split, num_buckets, out):
             left = num_buckets
 
 
-def worst_fit_buckets(cluster_keys: np.ndarray, cluster_sizes: np.ndarray, split: np.ndarray,
-                      num_buckets: int) -> np.ndarray:
+def worst_fit_buckets(
+    cluster_keys: np.ndarray, cluster_sizes: np.ndarray, split: np.ndarray, num_buckets: int
+) -> np.ndarray:
     """Prompt Alg. 3 for one map task: split keys by hashing, the rest worst-fit, largest first, each bucket
     taken out of the candidate set until every bucket has received a cluster."""
     out = np.empty(len(cluster_keys), dtype=np.int64)
-    _worst_fit(np.ascontiguousarray(cluster_keys, np.int64), np.ascontiguousarray(cluster_sizes, np.int64),
-               np.ascontiguousarray(split, np.bool_), int(num_buckets), out)
+    _worst_fit(
+        np.ascontiguousarray(cluster_keys, np.int64),
+        np.ascontiguousarray(cluster_sizes, np.int64),
+        np.ascontiguousarray(split, np.bool_),
+        int(num_buckets),
+        out,
+    )
     return out
 
 
@@ -272,8 +301,9 @@ class PromptPartitioner(Partitioner):
 
     name = "prompt"
 
-    def __init__(self, budget: int = 8, batch_interval_s: float = 1.0, history: int = 3,
-                 release_fraction: float = 0.95) -> None:
+    def __init__(
+        self, budget: int = 8, batch_interval_s: float = 1.0, history: int = 3, release_fraction: float = 0.95
+    ) -> None:
         if budget < 1:
             msg = f"budget must be >= 1, got {budget}"
             raise PartitioningError(msg)
@@ -302,7 +332,7 @@ class PromptPartitioner(Partitioner):
         self._plan: tuple[Any, ...] | None = None
         self._plan_seconds = 0.0
         n_est = self._past_n[-1] if self._past_n else 0
-        k_avg = float(np.mean(self._past_k[-self.history:])) if self._past_k else 0.0
+        k_avg = float(np.mean(self._past_k[-self.history :])) if self._past_k else 0.0
         self._n_est = float(n_est)
         self._f0 = n_est / (k_avg * self.budget) if k_avg > 0 else 1.0  # f = N_est / (K_avg * budget)
 
@@ -318,16 +348,31 @@ class PromptPartitioner(Partitioner):
             setattr(self, name, new)
 
     def observe(self, keys: np.ndarray, now: float | None = None) -> None:
-        """Buffer statistics for arriving tuples; `now` is seconds since the batch started (default: clock)."""
+        """Buffer statistics of arriving tuples; `now`: seconds since the batch started (default: clock)."""
         keys = sanitize_keys(check_args(keys, 1))
         t = (_time.perf_counter() - self._t0) if now is None else float(now)
         for lo in range(0, len(keys), 1 << 16):
-            chunk = keys[lo:lo + (1 << 16)]
+            chunk = keys[lo : lo + (1 << 16)]
             self._table.reserve(len(chunk))
             self._grow(len(chunk))
-            _observe_kernel(chunk, t, self.batch_interval_s, self._table.keys, self._table.vals, self._box,
-                            self._freq_cur, self._freq_upd, self._budget_left, self._f_step, self._t_step,
-                            self._last_upd, self._tree, self.budget, self._f0, self._n_est)
+            _observe_kernel(
+                chunk,
+                t,
+                self.batch_interval_s,
+                self._table.keys,
+                self._table.vals,
+                self._box,
+                self._freq_cur,
+                self._freq_upd,
+                self._budget_left,
+                self._f_step,
+                self._t_step,
+                self._last_upd,
+                self._tree,
+                self.budget,
+                self._f0,
+                self._n_est,
+            )
             self._table.size = int(self._box[1])
 
     @property
@@ -359,10 +404,7 @@ class PromptPartitioner(Partitioner):
         t = _time.perf_counter()
         mode = "early-release"
         if self.observed == 0 or self.observed != len(keys):
-            if self.observed:
-                mode = "post-sort (observed rows did not match the batch)"
-            else:
-                mode = "post-sort"
+            mode = "post-sort (observed rows did not match the batch)" if self.observed else "post-sort"
             self._reset_batch()
             self.observe(keys, now=0.0)
             # no arrival-time statistics: exact counts, exact sort (Prompt Fig. 14a "post-sort")
@@ -377,11 +419,30 @@ class PromptPartitioner(Partitioner):
         cap = np.full(num_blocks, n // num_blocks, dtype=np.int64)
         cap[: n % num_blocks] += 1
         out = np.empty(n, dtype=np.int32)
-        misses = _map_rows(keys, n_planned, self._table.keys, self._table.vals, frag_start, frag_count, f_block,
-                           f_size, cap, out)
-        self._log.append({"rows": n, "keys": int(self._box[1]), "mode": mode, "planned_rows": n_planned,
-                          "plan_s": plan_s, "cut_s": _time.perf_counter() - t, "tree_updates": self.tree_updates,
-                          "misses": int(misses)})
+        misses = _map_rows(
+            keys,
+            n_planned,
+            self._table.keys,
+            self._table.vals,
+            frag_start,
+            frag_count,
+            f_block,
+            f_size,
+            cap,
+            out,
+        )
+        self._log.append(
+            {
+                "rows": n,
+                "keys": int(self._box[1]),
+                "mode": mode,
+                "planned_rows": n_planned,
+                "plan_s": plan_s,
+                "cut_s": _time.perf_counter() - t,
+                "tree_updates": self.tree_updates,
+                "misses": int(misses),
+            }
+        )
         self._past_n.append(n)
         self._past_k.append(int(self._box[1]))
         self._reset_batch()
@@ -391,8 +452,15 @@ class PromptPartitioner(Partitioner):
         return list(self._log)
 
     def memory_bytes(self) -> int:
-        arrays = (self._freq_cur, self._freq_upd, self._budget_left, self._f_step, self._t_step, self._last_upd,
-                  self._tree)
+        arrays = (
+            self._freq_cur,
+            self._freq_upd,
+            self._budget_left,
+            self._f_step,
+            self._t_step,
+            self._last_upd,
+            self._tree,
+        )
         return self._table.nbytes + sum(int(a.nbytes) for a in arrays)
 
 

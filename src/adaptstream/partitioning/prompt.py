@@ -169,6 +169,10 @@ def bbpfi_plan(
     res_home = np.concatenate([heads_block, np.full(len(spill_key), -1, np.int64)])
     keep = res_size > 0
     res_key, res_size, res_home = res_key[keep], res_size[keep], res_home[keep]
+    # RList order is not fixed by Alg. 2; smallest residuals first lets them land in their home block (key
+    # locality, no new fragment), and the few largest residuals then fill the remaining capacity.
+    asc = np.argsort(res_size, kind="stable")
+    res_key, res_size, res_home = res_key[asc], res_size[asc], res_home[asc]
     m = len(res_key) + 2 * p + 8
     ok, ob, os_ = np.empty(m * 2, np.int64), np.empty(m * 2, np.int64), np.empty(m * 2, np.int64)
     n = _place_residuals(res_key, res_size, res_home, rem, ok, ob, os_)

@@ -80,4 +80,7 @@ def build_spark(
     spark = builder.getOrCreate()
     if quiet:
         spark.sparkContext.setLogLevel("WARN")
+    from adaptstream.spark.datasource import register
+
+    register(spark)
     return spark

@@ -1,0 +1,109 @@
+"""LMStream's latency-bounded dynamic batching (Algorithm 1 with Eq. 4-6 of the LMStream paper).
+
+EstMaxLat_i = max buffering age of the pending datasets + pending rows / AvgThPut_{i-1}     (Eq. 6)
+AvgThPut_i  = all rows processed / all processing time so far                               (Eq. 4)
+Sliding window (SlideTime > 0): admit when EstMaxLat_i >= SlideTime                          (Eq. 2)
+Tumbling window (SlideTime = 0): admit when EstMaxLat_i >= mean of past MaxLat                (Eq. 3)
+
+Two documented additions of ours, both off with ``margin=0`` and ``min_history=0``:
+* ``margin`` (seconds, or "auto"): admit when EstMaxLat + margin >= SlideTime. The paper's rule admits once the
+  estimate *reaches* the deadline, so any estimation error or poll delay pushes MaxLat over it; "auto" uses the
+  90th percentile of recent under-estimates of the processing time plus one poll interval.
+* Until a batch has completed there is no AvgThPut, so the policy admits at once (Spark runs batch 0 anyway).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from adaptstream.admission.base import AdmissionPolicy, BatchOutcome, PendingDataset
+from adaptstream.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class LMStreamConfig:
+    slide: float = 10.0  # SlideTime in seconds; 0 means a tumbling window
+    margin: float | str = "auto"
+    poll_interval: float = 0.02  # how late the next decision can come (Spark's pollingDelay)
+    history: int = 20  # completed batches remembered for the auto margin
+
+    def build(self) -> LMStreamPolicy:
+        if self.slide < 0:
+            msg = f"lmstream slide must be >= 0 seconds (0 = tumbling), got {self.slide}"
+            raise ConfigError(msg)
+        if not (self.margin == "auto" or (isinstance(self.margin, int | float) and self.margin >= 0)):
+            msg = f"lmstream margin must be 'auto' or a non-negative number of seconds, got {self.margin!r}"
+            raise ConfigError(msg)
+        return LMStreamPolicy(self)
+
+
+class LMStreamPolicy(AdmissionPolicy):
+    name = "lmstream"
+
+    def __init__(self, config: LMStreamConfig) -> None:
+        self.config = config
+        self.rows_done = 0
+        self.proc_time_done = 0.0
+        self.max_lats: list[float] = []
+        self._proc_errors: deque[float] = deque(maxlen=config.history)
+        self._last_est_proc: float | None = None
+
+    # -- learned quantities -------------------------------------------------------------------------------
+    @property
+    def avg_throughput(self) -> float | None:
+        """AvgThPut (Eq. 4), rows per second of processing time; None before any batch completed."""
+        if self.proc_time_done <= 0 or self.rows_done <= 0:
+            return None
+        return self.rows_done / self.proc_time_done
+
+    @property
+    def target(self) -> float | None:
+        """The latency the policy holds MaxLat to: SlideTime, or the mean of past MaxLat when tumbling."""
+        if self.config.slide > 0:
+            return self.config.slide
+        return float(np.mean(self.max_lats)) if self.max_lats else None
+
+    def margin(self) -> float:
+        if self.config.margin != "auto":
+            return float(self.config.margin)
+        under = [e for e in self._proc_errors if e > 0]
+        err = float(np.percentile(under, 90)) if under else 0.0
+        return err + self.config.poll_interval
+
+    # -- decisions ------------------------------------------------------------------------------------------
+    def estimate_max_latency(self, now: float, pending: Sequence[PendingDataset]) -> float | None:
+        thput = self.avg_throughput
+        if not pending or thput is None:
+            return None
+        oldest = min(d.arrival for d in pending)
+        rows = sum(d.rows for d in pending)
+        return max(now - oldest, 0.0) + rows / thput
+
+    def admit(self, now: float, pending: Sequence[PendingDataset]) -> bool:
+        if not pending:
+            return False
+        est = self.estimate_max_latency(now, pending)
+        target = self.target
+        if est is None or target is None:  # nothing learned yet: admit, as batch 0 would run anyway
+            self._last_est_proc = None
+            return True
+        admit = est + self.margin() >= target
+        if admit:
+            thput = self.avg_throughput or 1.0
+            self._last_est_proc = sum(d.rows for d in pending) / thput
+        return admit
+
+    def on_batch_complete(self, outcome: BatchOutcome) -> None:
+        if self._last_est_proc is not None:
+            self._proc_errors.append(outcome.processing_time - self._last_est_proc)
+        self._last_est_proc = None
+        self.rows_done += outcome.rows
+        self.proc_time_done += outcome.processing_time
+        self.max_lats.append(outcome.max_latency)
+
+    def state(self) -> dict[str, float | int | None]:
+        return {"avg_thput": self.avg_throughput, "target": self.target, "margin": self.margin()}

@@ -1,0 +1,10 @@
+"""Benchmarks: each runs our policy and the baselines in one invocation and writes a report under docs/results."""
+
+from __future__ import annotations
+
+import typer
+
+from adaptstream.bench.lmstream import lmstream_command
+
+app = typer.Typer(no_args_is_help=True, help="Benchmarks that compare our policies with Spark's own behaviour.")
+app.command("lmstream")(lmstream_command)

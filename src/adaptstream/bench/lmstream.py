@@ -1,0 +1,156 @@
+"""LMStream benchmark: lmstream vs fixed (10 s, the paper's Baseline) vs asap on the six Table III queries.
+
+Every configuration runs the three policies back to back on the same seeded input in one invocation; the report
+gives average / p99 / max dataset latency, the share of batches whose MaxLat <= slide, throughput (Eq. 4) and the
+ratios against both baselines, plus a search for the highest rate at which each policy keeps latency bounded
+(the shape of LMStream Fig. 1). Reports are rewritten after every run, so an interrupted benchmark still leaves
+what it measured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from typing import Annotated
+
+import numpy as np
+import typer
+from rich.console import Console
+
+from adaptstream.runner import RunResult, RunSpec
+
+POLICIES = ("lmstream", "fixed", "asap")
+ALL_WORKLOADS = ("LR1S", "LR1T", "LR2S", "CM1S", "CM1T", "CM2S")
+console = Console()
+
+
+def latency_slope(result: RunResult) -> float:
+    """Growth of MaxLat per second of run time over the second half (s/s): ~0 when latency is bounded."""
+    from adaptstream.metrics.summary import load_batches
+
+    bs = load_batches(result.metrics_dir)
+    if len(bs) < 4:
+        return float("nan")
+    half = bs.iloc[len(bs) // 2:]
+    return float(np.polyfit(half["completed_at"], half["max_latency"], 1)[0])
+
+
+def bounded(result: RunResult, slope_limit: float = 0.05) -> bool:
+    s = latency_slope(result)
+    return result.unfinished == 0 and (np.isnan(s) or s < slope_limit)
+
+
+def _machine_line() -> str:
+    return f"{platform.node()} — {os.cpu_count()} cores, {platform.platform()}, Python {platform.python_version()}"
+
+
+def _write_report(out: str, title: str, matrix: list[RunResult], rate_rows: list[dict], notes: list[str]) -> str:
+    from adaptstream.metrics.plots import plot_bars, plot_timelines
+    from adaptstream.report import markdown_table, ratios
+
+    os.makedirs(out, exist_ok=True)
+    date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    lines = [f"# {title}", "", f"Date: {date}. Machine: {_machine_line()}.", "", *notes, ""]
+    for traffic in dict.fromkeys(r.spec.traffic for r in matrix):
+        runs = [r for r in matrix if r.spec.traffic == traffic]
+        lines += [f"## {traffic} traffic at {runs[0].spec.rate} rows/s, {runs[0].spec.duration:.0f} s per run", "",
+                  markdown_table(runs), ""]
+        rat = ratios(runs)
+        if rat:
+            lines += ["| comparison | avg-latency reduction (1 - lmstream/baseline) | throughput ratio |",
+                      "|---|---|---|"]
+            lines += [f"| {k} | {v['latency_reduction']:.0%} | {v['throughput_ratio']:.2f}x |" for k, v in rat.items()]
+            lines.append("")
+        for metric, label in (("avg_latency", "average dataset latency (s)"), ("throughput", "throughput (rows/s)")):
+            vals: dict[str, dict[str, float]] = {}
+            for r in runs:
+                vals.setdefault(r.spec.workload, {})[r.spec.admission] = getattr(r.summary, metric)
+            png = plot_bars(vals, os.path.join(out, f"{metric}-{traffic}.png"), label, f"{label}, {traffic} traffic")
+            lines.append(f"![{label}]({os.path.basename(png)})")
+        for wl in dict.fromkeys(r.spec.workload for r in runs):
+            sel = {r.spec.admission: r.metrics_dir for r in runs if r.spec.workload == wl}
+            slide = next(r.slide for r in runs if r.spec.workload == wl)
+            png = plot_timelines(sel, os.path.join(out, f"timeline-{wl}-{traffic}.png"),
+                                 f"{wl}, {traffic} traffic: max latency and rows per micro-batch", slide or None)
+            lines.append(f"![{wl} timeline]({os.path.basename(png)})")
+        lines.append("")
+    if rate_rows:
+        lines += ["## Highest rate with bounded latency (LMStream Fig. 1 shape)", "",
+                  "Bounded = every dataset finished and MaxLat grew by less than 0.05 s per second over the second "
+                  "half of the run.", "",
+                  "| workload | policy | rate (rows/s) | avg latency (s) | max latency (s) | MaxLat slope (s/s) | "
+                  "unfinished | bounded |", "|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {r['workload']} | {r['policy']} | {r['rate']} | {r['avg_latency']:.2f} | "
+                  f"{r['max_latency']:.2f} | {r['slope']:.3f} | {r['unfinished']} | "
+                  f"{'yes' if r['bounded'] else 'no'} |" for r in rate_rows]
+        best: dict[str, int] = {}
+        for r in rate_rows:
+            if r["bounded"]:
+                best[r["policy"]] = max(best.get(r["policy"], 0), r["rate"])
+        lines += ["", "Highest bounded rate per policy: " + ", ".join(f"{p} {v} rows/s" for p, v in best.items()), ""]
+    path = os.path.join(out, "README.md")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump({"runs": [{"spec": r.spec.__dict__, **r.summary.as_dict(), "unfinished": r.unfinished}
+                            for r in matrix], "rates": rate_rows}, f, indent=1, default=str)
+    return path
+
+
+def lmstream_command(
+    workloads: Annotated[str, typer.Option(help="comma-separated Table III queries")] = ",".join(ALL_WORKLOADS),
+    traffics: Annotated[str, typer.Option(help="comma-separated: constant, random")] = "constant,random",
+    rate: int = 1000,
+    duration: Annotated[float, typer.Option(help="seconds of input per run")] = 40.0,
+    rate_workload: Annotated[str, typer.Option(help="query for the bounded-rate search ('' to skip)")] = "LR2S",
+    rates: Annotated[str, typer.Option(help="rates tried in the bounded-rate search")] = "1000,2000,4000,8000",
+    rate_duration: float = 40.0,
+    out: Annotated[str, typer.Option(help="report directory")] = "docs/results/lmstream",
+    runs_dir: Annotated[str, typer.Option(help="where the raw run directories go")] = "runs/bench-lmstream",
+    master: str = "local[2]",
+) -> None:
+    """Run lmstream, fixed (10 s) and asap side by side on the LMStream queries and write the report."""
+    from adaptstream.runner import run_workload
+    from adaptstream.spark.session import build_spark
+
+    spark = build_spark(master=master)
+    title = "LMStream benchmark: lmstream vs fixed (10 s) vs asap"
+    notes = ["Spark " + spark.version + f", master {master}, spark.sql.shuffle.partitions=2. All three policies run "
+             "one after another in this invocation on identical seeded input; absolute times are context only "
+             "(a shared 2-core machine), the ratios are the result."]
+    matrix: list[RunResult] = []
+    rate_rows: list[dict] = []
+    wl_list = [w for w in workloads.split(",") if w]
+    tr_list = [t for t in traffics.split(",") if t]
+    total = len(wl_list) * len(tr_list) * len(POLICIES)
+    n = 0
+    for traffic in tr_list:
+        for wl in wl_list:
+            for pol in POLICIES:
+                n += 1
+                spec = RunSpec(workload=wl, admission=pol, traffic=traffic, rate=rate, duration=duration, seed=1)
+                console.print(f"[{n}/{total}] {wl} {pol} {traffic} ...")
+                res = run_workload(spark, spec, os.path.join(runs_dir, traffic, wl, pol))
+                console.print(f"    avg latency {res.summary.avg_latency:.2f}s, max {res.summary.max_latency:.2f}s,"
+                              f" batches {res.summary.batches}, unfinished {res.unfinished}")
+                matrix.append(res)
+                _write_report(out, title, matrix, rate_rows, notes)
+    if rate_workload:
+        for pol in POLICIES:
+            for r in [int(x) for x in rates.split(",") if x]:
+                spec = RunSpec(workload=rate_workload, admission=pol, traffic="constant", rate=r,
+                               duration=rate_duration, seed=2, finish_timeout=60.0)
+                console.print(f"[rate search] {rate_workload} {pol} {r} rows/s ...")
+                res = run_workload(spark, spec, os.path.join(runs_dir, "rates", f"{pol}-{r}"))
+                row = {"workload": rate_workload, "policy": pol, "rate": r, "avg_latency": res.summary.avg_latency,
+                       "max_latency": res.summary.max_latency, "slope": latency_slope(res),
+                       "unfinished": res.unfinished, "bounded": bounded(res)}
+                rate_rows.append(row)
+                _write_report(out, title, matrix, rate_rows, notes)
+                if not row["bounded"]:
+                    break  # higher rates will not be bounded either
+    console.print(f"report: {_write_report(out, title, matrix, rate_rows, notes)}")
+
+

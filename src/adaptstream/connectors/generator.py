@@ -1,0 +1,96 @@
+"""The generator connector: writes one dataset file per second at a traffic pattern, then reads them as files.
+
+Writing through the files path keeps replay exact: a restarted query re-reads the files already written, and the
+generator resumes at the next second. The writer is a daemon thread in the source's own process.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+
+import pyarrow as pa
+import pyarrow.csv as pcsv
+
+from adaptstream.connectors.base import DatasetRef, Manifest
+from adaptstream.connectors.files import FilesConnector
+
+
+def write_atomic_csv(table: pa.Table, path: str, header: bool) -> None:
+    """Write a CSV so that readers never see half a file: a hidden temporary name, then rename."""
+    tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")
+    pcsv.write_csv(table, tmp, write_options=pcsv.WriteOptions(include_header=header, quoting_style="needed"))
+    os.replace(tmp, path)
+
+
+class DatasetWriter:
+    """Writes dataset ``k`` at wall time start + k + 1 (a dataset collects one second of rows)."""
+
+    def __init__(self, out_dir: str, make_rows: Callable[[int], pa.Table], header: bool, duration: float | None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.out_dir = out_dir
+        self.make_rows = make_rows
+        self.header = header
+        self.duration = duration
+        self.clock = clock
+        os.makedirs(out_dir, exist_ok=True)
+        self.next_second = sum(1 for n in os.listdir(out_dir) if n.endswith(".csv") and n[0] not in "._")
+        self.start = clock() - self.next_second
+        self._stop = threading.Event()
+        self.error: BaseException | None = None
+        self.finished = threading.Event()
+
+    def total_seconds(self) -> int | None:
+        return None if self.duration is None else round(self.duration)
+
+    def step(self) -> bool:
+        """Write every dataset that is due; False once the duration is over."""
+        total = self.total_seconds()
+        while total is None or self.next_second < total:
+            due = self.start + self.next_second + 1
+            if self.clock() < due:
+                return True
+            k = self.next_second
+            write_atomic_csv(self.make_rows(k), os.path.join(self.out_dir, f"{k:08d}.csv"), self.header)
+            self.next_second += 1
+        return False
+
+    def run(self) -> None:
+        try:
+            while not self._stop.is_set() and self.step():
+                wait = self.start + self.next_second + 1 - self.clock()
+                self._stop.wait(max(0.0, min(wait, 0.5)))
+        except BaseException as e:  # surfaced by the source on its next poll
+            self.error = e
+        finally:
+            self.finished.set()
+
+    def start_thread(self) -> threading.Thread:
+        t = threading.Thread(target=self.run, name="adaptstream-generator", daemon=True)
+        t.start()
+        return t
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+class GeneratorConnector(FilesConnector):
+    def __init__(self, manifest: Manifest, writer: DatasetWriter, drain: bool = False,
+                 sentinel_path: str | None = None) -> None:
+        self.writer = writer
+        super().__init__(manifest, writer.out_dir, drain, sentinel_path,
+                         finished=lambda: writer.finished.is_set() and writer.error is None)
+        self._thread = writer.start_thread()
+
+    def poll(self) -> list[DatasetRef]:
+        if self.writer.error is not None:
+            from adaptstream.errors import ConnectorError
+
+            msg = f"the dataset generator failed: {self.writer.error!r}"
+            raise ConnectorError(msg) from self.writer.error
+        return super().poll()
+
+    def stop(self) -> None:
+        self.writer.stop()

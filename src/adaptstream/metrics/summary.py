@@ -1,0 +1,90 @@
+"""Read a run's metrics back and summarise them the way the LMStream paper reports (Fig. 6-9)."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from adaptstream.metrics.recorder import BATCHES, DATASETS, QUARANTINE
+
+
+def _read_jsonl(path: str) -> pd.DataFrame:
+    if not os.path.exists(path):
+        return pd.DataFrame()
+    with open(path, encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    return pd.DataFrame(rows)
+
+
+def load_datasets(metrics_dir: str, include_sentinel: bool = False) -> pd.DataFrame:
+    df = _read_jsonl(os.path.join(metrics_dir, DATASETS))
+    if df.empty:
+        return df
+    df = df.drop_duplicates("seq", keep="last").sort_values("seq").reset_index(drop=True)
+    return df if include_sentinel else df[~df["sentinel"]].reset_index(drop=True)
+
+
+def load_batches(metrics_dir: str) -> pd.DataFrame:
+    df = _read_jsonl(os.path.join(metrics_dir, BATCHES))
+    if df.empty:
+        return df
+    return df.drop_duplicates(["start", "end"], keep="last").sort_values("start").reset_index(drop=True)
+
+
+def count_quarantined(metrics_dir: str) -> int:
+    df = _read_jsonl(os.path.join(metrics_dir, QUARANTINE))
+    return 0 if df.empty else len(df.drop_duplicates(["seq", "line"]))
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    datasets: int
+    rows: int
+    batches: int
+    avg_latency: float
+    p50_latency: float
+    p99_latency: float
+    max_latency: float
+    avg_buffering: float
+    avg_processing: float
+    within_slide: float | None  # fraction of batches whose MaxLat <= slide (sliding windows)
+    throughput: float  # AvgThPut (Eq. 4): rows per second of processing time
+    wall_throughput: float  # rows per second of wall time between first arrival and last completion
+    avg_batch_rows: float
+    quarantined: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def summarize(metrics_dir: str, slide: float | None = None) -> RunSummary:
+    ds, bs = load_datasets(metrics_dir), load_batches(metrics_dir)
+    if ds.empty or bs.empty:
+        nan = float("nan")
+        return RunSummary(0, 0, 0, nan, nan, nan, nan, nan, nan, None, nan, nan, nan, count_quarantined(metrics_dir))
+    lat = ds["latency"].to_numpy()
+    data_batches = bs[bs["max_latency"] > 0] if "max_latency" in bs else bs
+    within = None
+    if slide and slide > 0 and len(data_batches):
+        within = float(np.mean(data_batches["max_latency"] <= slide))
+    span = float(ds["completed_at"].max() - ds["arrival"].min())
+    return RunSummary(
+        datasets=len(ds),
+        rows=int(ds["rows"].sum()),
+        batches=len(bs),
+        avg_latency=float(lat.mean()),
+        p50_latency=float(np.percentile(lat, 50)),
+        p99_latency=float(np.percentile(lat, 99)),
+        max_latency=float(lat.max()),
+        avg_buffering=float(ds["buffering"].mean()),
+        avg_processing=float(ds["processing"].mean()),
+        within_slide=within,
+        throughput=float(bs["rows"].sum() / max(bs["processing_time"].sum(), 1e-9)),
+        wall_throughput=float(ds["rows"].sum() / max(span, 1e-9)),
+        avg_batch_rows=float(bs["rows"].mean()),
+        quarantined=count_quarantined(metrics_dir),
+    )

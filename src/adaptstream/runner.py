@@ -1,0 +1,202 @@
+"""Run one workload under one admission policy on Spark and leave metrics, results and plots in a run directory.
+
+Used by the CLI (``adaptstream run`` / ``demo``) and the benchmarks, so every figure comes from the same path a user
+runs. Layout of a run directory: run.json (what ran), metrics/ (datasets, batches, quarantine, manifest),
+results/ (query output as Parquet, one folder per Spark batch), checkpoint/, summary.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from adaptstream.errors import AdaptstreamError, ConfigError
+from adaptstream.metrics.summary import RunSummary, summarize
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    workload: str
+    admission: str = "lmstream"
+    traffic: str = "constant"
+    rate: int = 1000
+    duration: float = 60.0  # seconds of generated input (ignored with input_dir)
+    seed: int = 0
+    trigger: float = 10.0  # the fixed policy's interval
+    margin: str = "auto"
+    input_dir: str | None = None  # read standard CSV files from here instead of the generator
+    drain: bool = False  # emit every window at the end (needs the sentinel), then stop
+    partitioner: str = "time"
+    num_blocks: int = 2
+    partitioner_params: str = ""
+    finish_timeout: float = 300.0  # how long to wait for the backlog after the input ended
+
+    def label(self) -> str:
+        return f"{self.workload}-{self.admission}"
+
+
+@dataclass
+class RunResult:
+    spec: RunSpec
+    run_dir: str
+    summary: RunSummary
+    slide: float
+    unfinished: int = 0  # datasets that arrived but whose batch never completed before the timeout
+    wall_seconds: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def metrics_dir(self) -> str:
+        return os.path.join(self.run_dir, "metrics")
+
+
+def _count_lines(path: str) -> int:
+    if not os.path.exists(path):
+        return 0
+    with open(path, "rb") as f:
+        return sum(1 for _ in f)
+
+
+def _last_is_sentinel(manifest: str) -> bool:
+    if not os.path.exists(manifest):
+        return False
+    with open(manifest, "rb") as f:
+        lines = f.read().splitlines()
+    return bool(lines) and bool(json.loads(lines[-1]).get("sentinel"))
+
+
+def progress_snapshot(metrics_dir: str) -> dict:
+    """Cheap numbers for a live display (line counts, last batch), read from the run's files."""
+    manifest = os.path.join(metrics_dir, "source", "manifest.jsonl")
+    snap = {"arrived": _count_lines(manifest), "sealed": _last_is_sentinel(manifest),
+            "completed": _count_lines(os.path.join(metrics_dir, "datasets.jsonl")),
+            "batches": 0, "last_max_latency": None, "last_rows": None}
+    path = os.path.join(metrics_dir, "batches.jsonl")
+    if os.path.exists(path):
+        with open(path, "rb") as f:
+            lines = f.read().splitlines()
+        snap["batches"] = len(lines)
+        if lines:
+            last = json.loads(lines[-1])
+            snap["last_max_latency"], snap["last_rows"] = last["max_latency"], last["rows"]
+    return snap
+
+
+def source_options(spec: RunSpec, workload, run_dir: str) -> dict[str, str]:
+    metrics = os.path.join(run_dir, "metrics")
+    opts = {
+        "admission": spec.admission, "slide": str(workload.lmstream_slide), "trigger": str(spec.trigger),
+        "margin": str(spec.margin), "metricsPath": metrics, "partitioner": spec.partitioner,
+        "numBlocks": str(spec.num_blocks), "partitionerParams": spec.partitioner_params,
+    }
+    if spec.partitioner != "time":
+        opts["partitionKey"] = ",".join(workload.key_columns)
+    if spec.input_dir:
+        opts.update(connector="files", path=spec.input_dir)
+    else:
+        opts.update(connector="generator", generator=workload.generator, traffic=spec.traffic,
+                    rate=str(spec.rate), duration=str(spec.duration), seed=str(spec.seed),
+                    path=os.path.join(run_dir, "input"))
+    if spec.drain:
+        sentinel = os.path.join(run_dir, "sentinel.csv")
+        opts.update(drain="true", sentinelPath=sentinel)
+    return opts
+
+
+def _write_sentinel(workload, generator, run_dir: str, spec: RunSpec) -> None:
+    from adaptstream.connectors.generator import write_atomic_csv
+
+    after = int(spec.duration) if not spec.input_dir else 10**9  # beyond any real trace time
+    write_atomic_csv(workload.sentinel(after), os.path.join(run_dir, "sentinel.csv"), generator.csv_header())
+
+
+def _machine() -> dict:
+    return {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
+            "platform": platform.platform()}
+
+
+def run_workload(spark, spec: RunSpec, run_dir: str, on_progress: Callable[[dict], None] | None = None,
+                 fresh: bool = True) -> RunResult:
+    """Start the query, wait until the input is done and every dataset's batch completed, stop, summarise."""
+    from adaptstream.workloads import GENERATORS, WORKLOADS
+
+    workload = WORKLOADS.get(spec.workload)
+    generator = GENERATORS.get(workload.generator)(seed=spec.seed).build()
+    if spec.input_dir and not os.path.isdir(spec.input_dir):
+        msg = f"--input {spec.input_dir!r} is not a directory"
+        raise ConfigError(msg)
+    if fresh and os.path.exists(run_dir):
+        shutil.rmtree(run_dir)
+    os.makedirs(run_dir, exist_ok=True)
+    with open(os.path.join(run_dir, "run.json"), "w") as f:
+        json.dump({"spec": asdict(spec), "started": time.time(), "machine": _machine(),
+                   "spark": spark.version, "master": spark.sparkContext.master}, f, indent=2)
+    if spec.drain:
+        _write_sentinel(workload, generator, run_dir, spec)
+    reader = spark.readStream.format("adaptstream").schema(generator.spark_schema_ddl)
+    for k, v in source_options(spec, workload, run_dir).items():
+        reader = reader.option(k, v)
+    out = workload.stream_query(reader.load())
+    results = os.path.join(run_dir, "results")
+
+    def sink(batch_df, batch_id: int) -> None:
+        workload.finalize_batch(batch_df).write.mode("overwrite").parquet(os.path.join(results, f"batch_id={batch_id}"))
+
+    t0 = time.time()
+    query = (out.writeStream.outputMode("append").foreachBatch(sink)
+             .option("checkpointLocation", os.path.join(run_dir, "checkpoint"))
+             .queryName(spec.label().replace("-", "_")).start())
+    metrics_dir = os.path.join(run_dir, "metrics")
+    try:
+        unfinished = _wait_until_done(query, spec, metrics_dir, on_progress)
+    finally:
+        query.stop()
+    wall = time.time() - t0
+    result = RunResult(spec, run_dir, summarize(metrics_dir, workload.lmstream_slide or None),
+                       workload.lmstream_slide, unfinished, wall)
+    with open(os.path.join(run_dir, "summary.json"), "w") as f:
+        json.dump({**result.summary.as_dict(), "unfinished": unfinished, "wall_seconds": wall,
+                   "slide": workload.lmstream_slide}, f, indent=2)
+    return result
+
+
+def _raise_if_failed(query) -> None:
+    exc = query.exception()
+    if exc is not None:
+        msg = f"the streaming query failed: {str(exc).splitlines()[0] if str(exc) else exc!r}"
+        raise AdaptstreamError(msg)
+
+
+def _wait_until_done(query, spec: RunSpec, metrics_dir: str, on_progress) -> int:
+    """Block until the input ended and its datasets were processed; return how many were left unfinished."""
+    deadline: float | None = None
+    expected = None if spec.input_dir else round(spec.duration)
+    quiet = 0
+    while True:
+        time.sleep(0.5)
+        if not query.isActive:
+            _raise_if_failed(query)
+            msg = "the streaming query stopped unexpectedly"
+            raise AdaptstreamError(msg)
+        snap = progress_snapshot(metrics_dir)
+        if on_progress:
+            on_progress(snap)
+        target = snap["arrived"]
+        input_over = snap["sealed"] if spec.drain else (expected is not None and snap["arrived"] >= expected)
+        if input_over and deadline is None:
+            deadline = time.time() + spec.finish_timeout
+        if input_over and snap["completed"] >= target:
+            status = query.status
+            quiet = quiet + 1 if not (status["isTriggerActive"] or status["isDataAvailable"]) else 0
+            if not spec.drain or quiet >= 3:  # drain: let the no-data batch emit the last windows
+                return 0
+        if deadline is not None and time.time() > deadline:
+            return max(target - snap["completed"], 0)
+        if expected is None and not spec.drain:
+            msg = "reading --input without --drain never ends; pass --drain"
+            raise ConfigError(msg)

@@ -1,0 +1,112 @@
+"""Admission policies without Spark: hand-checked decisions and seeded golden replays."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict
+
+import pytest
+
+from adaptstream.admission import ADMISSION, BatchOutcome, PendingDataset, build_admission
+from adaptstream.admission.replay import replay
+from adaptstream.errors import ConfigError, UnknownNameError
+
+GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "admission_replay.json")
+
+
+def _ds(seq: int, arrival: float, rows: int = 100) -> PendingDataset:
+    return PendingDataset(seq, arrival, rows)
+
+
+def test_registry_lists_valid_choices():
+    with pytest.raises(UnknownNameError, match="valid choices: asap, fixed, lmstream"):
+        ADMISSION.get("bogus")
+
+
+def test_asap_admits_whenever_data_waits():
+    p = build_admission("asap")
+    assert not p.admit(5.0, [])
+    assert p.admit(5.0, [_ds(0, 4.9)])
+
+
+def test_fixed_fires_on_the_trigger_grid_and_immediately_after_an_overrun():
+    p = build_admission("fixed", trigger=10.0)
+    assert not p.admit(3.0, [_ds(0, 2.0)])  # query started at 3 s: first trigger at 10 s
+    assert not p.admit(9.99, [_ds(0, 2.0)])
+    assert p.admit(10.0, [_ds(0, 2.0)])
+    assert not p.admit(15.0, [_ds(1, 14.0)])
+    # the batch overran the 20 s trigger point: the next one starts at once
+    assert p.admit(23.5, [_ds(1, 14.0)])
+    assert not p.admit(29.0, [_ds(2, 28.0)])
+
+
+def test_fixed_without_data_skips_the_trigger():
+    p = build_admission("fixed", trigger=10.0)
+    p.admit(0.5, [])
+    assert not p.admit(10.0, [])
+    assert not p.admit(12.0, [_ds(0, 11.0)])  # next trigger point is 20 s
+    assert p.admit(20.0, [_ds(0, 11.0)])
+
+
+def test_fixed_rejects_non_positive_trigger():
+    with pytest.raises(ConfigError):
+        build_admission("fixed", trigger=0.0)
+
+
+def test_lmstream_eq6_estimate_and_sliding_rule():
+    p = build_admission("lmstream", slide=5.0, margin=0.0)
+    assert p.admit(1.0, [_ds(0, 1.0)])  # nothing learned yet: admit
+    p.on_batch_complete(BatchOutcome(rows=1000, admitted_at=1.0, completed_at=1.5, max_latency=0.5))
+    assert p.avg_throughput == pytest.approx(2000.0)  # Eq. 4
+    pending = [_ds(1, 2.0, 1000), _ds(2, 3.0, 1000)]
+    # EstMaxLat = max age (4.0 - 2.0) + 2000 rows / 2000 rows/s = 3.0 (Eq. 6)
+    assert p.estimate_max_latency(4.0, pending) == pytest.approx(3.0)
+    assert not p.admit(4.0, pending)
+    assert p.admit(6.0, pending)  # 4.0 + 1.0 >= 5
+
+
+def test_lmstream_tumbling_targets_the_mean_of_past_max_latency():
+    p = build_admission("lmstream", slide=0.0, margin=0.0)
+    p.on_batch_complete(BatchOutcome(rows=1000, admitted_at=0.0, completed_at=1.0, max_latency=2.0))
+    p.on_batch_complete(BatchOutcome(rows=1000, admitted_at=2.0, completed_at=3.0, max_latency=4.0))
+    assert p.target == pytest.approx(3.0)
+    assert not p.admit(10.0, [_ds(0, 9.0, 1000)])  # 1.0 + 1.0 < 3.0
+    assert p.admit(10.0, [_ds(0, 8.0, 1000)])  # 2.0 + 1.0 >= 3.0
+
+
+def test_lmstream_auto_margin_learns_from_underestimates():
+    p = build_admission("lmstream", slide=5.0, margin="auto", poll_interval=0.0)
+    p.on_batch_complete(BatchOutcome(rows=1000, admitted_at=0.0, completed_at=1.0, max_latency=1.0))
+    assert p.margin() == 0.0
+    assert p.admit(10.0, [_ds(0, 5.5, 1000)])  # 4.5 + 0.5 >= 5
+    p.on_batch_complete(BatchOutcome(rows=1000, admitted_at=10.0, completed_at=11.8, max_latency=6.3))
+    assert p.margin() == pytest.approx(0.8, abs=1e-9)  # actual 1.8 s vs estimated 1.0 s
+
+
+@pytest.mark.parametrize("bad", [-1.0])
+def test_lmstream_rejects_negative_slide(bad):
+    with pytest.raises(ConfigError):
+        build_admission("lmstream", slide=bad)
+
+
+def test_golden_replays_match():
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
+    from make_golden_admission import traces
+
+    with open(GOLDEN) as f:
+        golden = json.load(f)
+    assert traces() == golden
+
+
+def test_replay_shapes_match_the_paper_claims():
+    """Sliding: lmstream bounds MaxLat near the slide; fixed(10 s) exceeds a 5 s slide every batch."""
+    rows = [1000] * 60
+    lm = replay(build_admission("lmstream", slide=5.0), rows)
+    fx = replay(build_admission("fixed", trigger=10.0), rows)
+    assert sum(b.max_latency <= 5.0 for b in lm) / len(lm) >= 0.9
+    assert all(b.max_latency > 5.0 for b in fx)
+    assert sum(b.rows for b in lm) == sum(b.rows for b in fx) == 60_000
+    assert [asdict(b) for b in lm] != [asdict(b) for b in fx]

@@ -1,0 +1,118 @@
+"""Connectors, manifest, parsing with quarantine, traffic patterns and source options (no Spark)."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pytest
+
+from adaptstream.connectors.base import Manifest
+from adaptstream.connectors.files import FilesConnector
+from adaptstream.connectors.generator import DatasetWriter
+from adaptstream.connectors.parsing import parse_csv, parse_jsonl
+from adaptstream.connectors.traffic import RandomTraffic, SinusoidalTraffic, build_traffic
+from adaptstream.errors import ConfigError, ConnectorError, UnknownNameError
+from adaptstream.spark.options import SourceOptions
+
+SCHEMA = pa.schema([("k", pa.string()), ("v", pa.int32()), ("x", pa.float64())])
+
+
+def test_csv_fast_path_types_and_nulls():
+    res = parse_csv(b"a,1,0.5\nb,,2\n", SCHEMA)
+    assert res.bad == []
+    assert res.table.to_pylist() == [{"k": "a", "v": 1, "x": 0.5}, {"k": "b", "v": None, "x": 2.0}]
+    assert res.table.schema == SCHEMA
+
+
+def test_csv_bad_rows_are_quarantined_with_line_and_reason():
+    res = parse_csv(b"a,1,0.5\nb,zz,1\nc,2\nd,3,4.5,9\ne,4,1e3\n", SCHEMA)
+    assert [r["k"] for r in res.table.to_pylist()] == ["a", "e"]
+    assert [(b["line"], b["raw"]) for b in res.bad] == [(3, "c,2"), (4, "d,3,4.5,9"), (2, "b,zz,1")]
+    assert "column v" in res.bad[2]["reason"]
+
+
+def test_csv_header_is_skipped():
+    res = parse_csv(b"k,v,x\na,1,2\n", SCHEMA, header=True)
+    assert res.table.num_rows == 1 and res.bad == []
+
+
+def test_jsonl_bad_lines_quarantined():
+    res = parse_jsonl(b'{"k":"a","v":1,"x":1.5}\nnot json\n{"k":"b","v":"seven","x":1}\n{"k":"c","v":3}\n', SCHEMA)
+    assert [r["k"] for r in res.table.to_pylist()] == ["a", "c"]
+    assert sorted(b["line"] for b in res.bad) == [2, 3]
+
+
+def test_manifest_is_durable_and_ordered(tmp_path):
+    m = Manifest(str(tmp_path / "m.jsonl"))
+    m.append([("/a", 1.0, 10, False), ("/b", 2.0, 20, False)])
+    again = Manifest(str(tmp_path / "m.jsonl"))
+    assert [(r.seq, r.path) for r in again.items] == [(0, "/a"), (1, "/b")]
+    with pytest.raises(ConnectorError, match="beyond the manifest"):
+        again.slice(0, 5)
+
+
+def test_files_connector_orders_by_mtime_and_ignores_hidden(tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    for name, mtime in [("b.csv", 200.0), ("a.csv", 300.0), (".tmp.csv", 100.0), ("_x.csv", 50.0)]:
+        (d / name).write_text("x,1,1\n")
+        os.utime(d / name, (mtime, mtime))
+    conn = FilesConnector(Manifest(str(tmp_path / "m.jsonl")), str(d))
+    assert [os.path.basename(r.path) for r in conn.poll()] == ["b.csv", "a.csv"]
+    assert conn.poll() == []
+
+
+def test_files_connector_drain_appends_sentinel_once(tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "a.csv").write_text("x,1,1\n")
+    sentinel = tmp_path / "sentinel.csv"
+    sentinel.write_text("z,0,0\n")
+    conn = FilesConnector(Manifest(str(tmp_path / "m.jsonl")), str(d), drain=True, sentinel_path=str(sentinel))
+    assert len(conn.poll()) == 1
+    assert conn.poll() == []  # first empty scan
+    sealed = conn.poll()
+    assert len(sealed) == 1 and sealed[0].sentinel
+    assert conn.exhausted()
+    assert conn.poll() == []
+
+
+def test_dataset_writer_paces_by_clock_and_resumes(tmp_path):
+    now = [100.0]
+    table = pa.table({"k": ["a"], "v": [1], "x": [1.0]})
+    w = DatasetWriter(str(tmp_path / "out"), lambda k: table, header=False, duration=3, clock=lambda: now[0])
+    assert w.step() and os.listdir(tmp_path / "out") == []
+    now[0] = 102.0
+    assert w.step()
+    assert sorted(os.listdir(tmp_path / "out")) == ["00000000.csv", "00000001.csv"]
+    w2 = DatasetWriter(str(tmp_path / "out"), lambda k: table, header=False, duration=3, clock=lambda: now[0])
+    assert w2.next_second == 2
+    now[0] = 200.0
+    assert not w2.step()
+    assert len(os.listdir(tmp_path / "out")) == 3
+
+
+def test_traffic_patterns():
+    assert build_traffic("constant", 500).rows_at(7) == 500
+    rnd = RandomTraffic(rate=1000, seed=3)
+    values = [rnd.rows_at(k) for k in range(2000)]
+    assert values == [RandomTraffic(rate=1000, seed=3).rows_at(k) for k in range(2000)]
+    assert 980 < sum(values) / len(values) < 1020
+    sin = SinusoidalTraffic(rate=1000, amplitude=0.5, period=60)
+    assert sin.rows_at(15) == 1500 and sin.rows_at(45) == 500
+    with pytest.raises(UnknownNameError, match="valid choices: constant, random, sinusoidal"):
+        build_traffic("bursty", 10)
+
+
+def test_source_options_validation(tmp_path):
+    o = SourceOptions.parse({"path": str(tmp_path), "admission": "lmstream", "slide": "5 seconds"})
+    assert o.slide == 5.0 and o.state_dir.endswith("_adaptstream")
+    with pytest.raises(ConfigError, match="unknown adaptstream option"):
+        SourceOptions.parse({"path": str(tmp_path), "slid": "5"})
+    with pytest.raises(ConfigError, match=r"needs \.option\('path'"):
+        SourceOptions.parse({})
+    with pytest.raises(ConfigError, match="valid choices: files, generator"):
+        SourceOptions.parse({"connector": "kafka"})
+    with pytest.raises(ConfigError, match="duration"):
+        SourceOptions.parse({"path": str(tmp_path), "slide": "soon"})

@@ -55,12 +55,27 @@ def make_config(name: str, **params: Any) -> Any:
     """Frozen config for a registered name with its implied defaults, overridden by `params`."""
     cls = PARTITIONERS.get(name)
     merged = {**_PRESETS[name.strip().lower()][1], **params}
-    fields = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(merged) - fields)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(merged) - set(fields))
     if unknown:
         msg = f"partitioner {name!r} has no parameter(s) {unknown}; valid: {sorted(fields)}"
         raise ConfigError(msg)
-    return cls(**merged)
+    return cls(**{k: _coerce(name, k, v, fields[k].default) for k, v in merged.items()})
+
+
+def _coerce(name: str, key: str, value: Any, default: Any) -> Any:
+    """Option strings from Spark (`partitionerParams` "choices=5;cardinality=hll") to the field's type."""
+    if not isinstance(value, str) or isinstance(default, str) or default is dataclasses.MISSING:
+        return value
+    try:
+        if isinstance(default, bool):
+            if value.strip().lower() not in ("true", "false"):
+                raise ValueError(value)
+            return value.strip().lower() == "true"
+        return type(default)(value.strip())
+    except ValueError:
+        msg = f"partitioner {name!r} parameter {key}={value!r} is not a valid {type(default).__name__}"
+        raise ConfigError(msg) from None
 
 
 def build_partitioner(name: str, **params: Any) -> Partitioner:

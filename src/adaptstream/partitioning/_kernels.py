@@ -27,9 +27,7 @@ def mix64(x: np.uint64, seed: np.uint64) -> np.uint64:
 
 def mix64_np(keys: np.ndarray, seed: int) -> np.ndarray:
     """Vectorised mix64 over an int64 array (numpy uint64 arithmetic wraps, as intended)."""
-    z = keys.astype(np.int64, copy=False).view(np.uint64) + np.uint64(
-        (seed * int(GOLDEN)) & 0xFFFFFFFFFFFFFFFF
-    )
+    z = keys.astype(np.int64, copy=False).view(np.uint64) + np.uint64((seed * int(GOLDEN)) & 0xFFFFFFFFFFFFFFFF)
     z = (z ^ (z >> np.uint64(30))) * _M1
     z = (z ^ (z >> np.uint64(27))) * _M2
     return z ^ (z >> np.uint64(31))

@@ -19,6 +19,4 @@ class AMConfig:
 
     def build(self) -> Partitioner:
         suffix = "-hll" if self.cardinality == "hll" else ""
-        return OnlinePartitioner(
-            f"am{suffix}", MODE_AM, self.choices, cardinality=self.cardinality, window=self.window
-        )
+        return OnlinePartitioner(f"am{suffix}", MODE_AM, self.choices, cardinality=self.cardinality, window=self.window)

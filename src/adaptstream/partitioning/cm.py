@@ -19,6 +19,4 @@ class CMConfig:
 
     def build(self) -> Partitioner:
         suffix = "-hll" if self.cardinality == "hll" else ""
-        return OnlinePartitioner(
-            f"cm{suffix}", MODE_CM, self.choices, cardinality=self.cardinality, window=self.window
-        )
+        return OnlinePartitioner(f"cm{suffix}", MODE_CM, self.choices, cardinality=self.cardinality, window=self.window)

@@ -33,9 +33,7 @@ def block_sizes(blocks: np.ndarray, num_blocks: int) -> np.ndarray:
     return np.bincount(np.asarray(blocks, dtype=np.int64), minlength=num_blocks)
 
 
-def key_block_pairs(
-    keys: np.ndarray, blocks: np.ndarray, num_blocks: int
-) -> tuple[np.ndarray, np.ndarray, int]:
+def key_block_pairs(keys: np.ndarray, blocks: np.ndarray, num_blocks: int) -> tuple[np.ndarray, np.ndarray, int]:
     """Distinct (key code, block) pairs = key fragments; also returns the number of distinct keys K."""
     k, b = _check(keys, blocks, num_blocks)
     codes, uniq = pd.factorize(k)
@@ -104,9 +102,7 @@ def hybrid_imbalance(sizes: np.ndarray, cards: np.ndarray, p: float = 0.5) -> fl
     return imbalance(h)
 
 
-def reduce_bucket_sizes(
-    keys: np.ndarray, blocks: np.ndarray, num_blocks: int, num_buckets: int
-) -> np.ndarray:
+def reduce_bucket_sizes(keys: np.ndarray, blocks: np.ndarray, num_blocks: int, num_buckets: int) -> np.ndarray:
     """Reduce input per bucket when every block's partial results are hash-partitioned (Spark's exchange):
     each key fragment is one partial-aggregate record, sent to bucket H(key) mod r."""
     k, b = _check(keys, blocks, num_blocks)

@@ -133,9 +133,7 @@ def _place_residuals(res_key, res_size, res_home, rem, out_key, out_block, out_s
     return n
 
 
-def bbpfi_plan(
-    order: np.ndarray, sizes: np.ndarray, num_blocks: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def bbpfi_plan(order: np.ndarray, sizes: np.ndarray, num_blocks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """B-BPFI heuristic (Prompt Alg. 2) over keys given in (quasi-)descending order.
 
     order: key ids in the CountTree's in-order traversal; sizes[id]: exact tuple count of key id.
@@ -214,9 +212,7 @@ def _trim_overfull(f_key, f_block, f_size, cap):
 
 # ----------------------------------------------------------------------------------------- row mapping
 @njit(cache=True)
-def _map_rows(
-    keys, n_planned, tab_keys, tab_vals, frag_start, frag_count, frag_block, frag_size, cap_final, out
-):
+def _map_rows(keys, n_planned, tab_keys, tab_vals, frag_start, frag_count, frag_block, frag_size, cap_final, out):
     """Rows in arrival order -> planned fragment of their key; late rows -> home block, else emptiest."""
     nk = frag_start.shape[0]
     cursor = np.zeros(nk, dtype=np.int64)  # fragment index within the key

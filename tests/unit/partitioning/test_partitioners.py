@@ -184,3 +184,11 @@ def test_golden_traces():
         assert got[name]["blocks"] == want[name]["blocks"], name
         assert got[name]["ksr"] == pytest.approx(want[name]["ksr"]), name
     assert len(want["hash"]["blocks"]) == len(golden_keys()) and NUM_BLOCKS == 4
+
+
+def test_string_params_from_spark_options_are_coerced():
+    p = build_partitioner("cam", choices="5", cardinality="hll")
+    assert p.choices == 5 and p.cardinality == "hll"
+    assert build_partitioner("lm", p="0.25").p == 0.25
+    with pytest.raises(ConfigError, match="not a valid int"):
+        build_partitioner("cam", choices="many")

@@ -52,6 +52,7 @@ def _observe_kernel(
     budget0,
     f0,
     n_est,
+    row_kid,
 ):
     """box = [N_C, K, tree_updates]."""
     for i in range(keys.shape[0]):
@@ -60,6 +61,7 @@ def _observe_kernel(
         s = slot_of(tab_keys, k)
         if tab_keys[s] == k:
             kid = tab_vals[s]
+            row_kid[i] = kid
             freq_cur[kid] += 1
             if budget_left[kid] <= 0:
                 continue  # budget spent: not eligible for more CountTree updates this batch
@@ -83,6 +85,7 @@ def _observe_kernel(
                     t_step[kid] = (t_end - now) / budget_left[kid]
         else:
             kid = box[1]
+            row_kid[i] = kid
             box[1] += 1
             tab_keys[s] = k
             tab_vals[s] = kid
@@ -212,17 +215,15 @@ def _trim_overfull(f_key, f_block, f_size, cap):
 
 # ----------------------------------------------------------------------------------------- row mapping
 @njit(cache=True)
-def _map_rows(keys, n_planned, tab_keys, tab_vals, frag_start, frag_count, frag_block, frag_size, cap_final, out):
+def _map_rows(kids, n_planned, frag_start, frag_count, frag_block, frag_size, cap_final, out):
     """Rows in arrival order -> planned fragment of their key; late rows -> home block, else emptiest."""
     nk = frag_start.shape[0]
     cursor = np.zeros(nk, dtype=np.int64)  # fragment index within the key
     used = np.zeros(nk, dtype=np.int64)  # tuples taken from the current fragment
     load = np.zeros(cap_final.shape[0], dtype=np.int64)
     misses = 0
-    for i in range(keys.shape[0]):
-        k = keys[i]
-        s = slot_of(tab_keys, k)
-        kid = tab_vals[s] if tab_keys[s] == k else -1
+    for i in range(kids.shape[0]):
+        kid = kids[i]
         b = -1
         if kid >= 0 and kid < nk and i < n_planned:
             while cursor[kid] < frag_count[kid] and used[kid] >= frag_size[frag_start[kid] + cursor[kid]]:
@@ -245,6 +246,16 @@ def _map_rows(keys, n_planned, tab_keys, tab_vals, frag_start, frag_count, frag_
         load[b] += 1
         out[i] = b
     return misses
+
+
+@njit(cache=True)
+def _lookup_ids(tab_keys, tab_vals, keys):
+    out = np.full(keys.shape[0], -1, dtype=np.int64)
+    for i in range(keys.shape[0]):
+        s = slot_of(tab_keys, keys[i])
+        if tab_keys[s] == keys[i]:
+            out[i] = tab_vals[s]
+    return out
 
 
 # ----------------------------------------------------------------------------------------- Alg. 3
@@ -328,6 +339,7 @@ class PromptPartitioner(Partitioner):
         self._t_step = np.zeros(cap, np.float64)
         self._last_upd = np.zeros(cap, np.float64)
         self._tree = np.zeros(cap, np.int64)
+        self._row_kid = np.zeros(1024, np.int64)
         self._t0 = _time.perf_counter()
         self._plan: tuple[Any, ...] | None = None
         self._plan_seconds = 0.0
@@ -355,6 +367,11 @@ class PromptPartitioner(Partitioner):
             chunk = keys[lo : lo + (1 << 16)]
             self._table.reserve(len(chunk))
             self._grow(len(chunk))
+            start = int(self._box[0])
+            if start + len(chunk) > len(self._row_kid):
+                grown = np.zeros(max(2 * len(self._row_kid), start + len(chunk)), np.int64)
+                grown[:start] = self._row_kid[:start]
+                self._row_kid = grown
             _observe_kernel(
                 chunk,
                 t,
@@ -372,6 +389,7 @@ class PromptPartitioner(Partitioner):
                 self.budget,
                 self._f0,
                 self._n_est,
+                self._row_kid[start : start + len(chunk)],
             )
             self._table.size = int(self._box[1])
 
@@ -399,11 +417,18 @@ class PromptPartitioner(Partitioner):
         self._plan_seconds = _time.perf_counter() - t
         return self._plan_seconds
 
+    def _same_rows(self, keys: np.ndarray, samples: int = 256) -> bool:
+        """Spot-check that `keys` are the rows observed, in order (the source's contract): the row -> key id
+        array recorded while buffering replaces a hash lookup per row at the cut."""
+        idx = np.random.default_rng(len(keys)).integers(0, len(keys), min(samples, len(keys)))
+        slots = _lookup_ids(self._table.keys, self._table.vals, keys[idx])
+        return bool(np.array_equal(slots, self._row_kid[idx]))
+
     def assign(self, keys: np.ndarray, num_blocks: int) -> np.ndarray:
         keys = sanitize_keys(check_args(keys, num_blocks))
         t = _time.perf_counter()
         mode = "early-release"
-        if self.observed == 0 or self.observed != len(keys):
+        if self.observed == 0 or self.observed != len(keys) or not self._same_rows(keys):
             mode = "post-sort (observed rows did not match the batch)" if self.observed else "post-sort"
             self._reset_batch()
             self.observe(keys, now=0.0)
@@ -420,10 +445,8 @@ class PromptPartitioner(Partitioner):
         cap[: n % num_blocks] += 1
         out = np.empty(n, dtype=np.int32)
         misses = _map_rows(
-            keys,
+            self._row_kid[:n],
             n_planned,
-            self._table.keys,
-            self._table.vals,
             frag_start,
             frag_count,
             f_block,
@@ -443,6 +466,7 @@ class PromptPartitioner(Partitioner):
                 "misses": int(misses),
             }
         )
+        self._last_memory = self.memory_bytes()
         self._past_n.append(n)
         self._past_k.append(int(self._box[1]))
         self._reset_batch()
@@ -453,6 +477,7 @@ class PromptPartitioner(Partitioner):
 
     def memory_bytes(self) -> int:
         arrays = (
+            self._row_kid,
             self._freq_cur,
             self._freq_upd,
             self._budget_left,
@@ -461,7 +486,8 @@ class PromptPartitioner(Partitioner):
             self._last_upd,
             self._tree,
         )
-        return self._table.nbytes + sum(int(a.nbytes) for a in arrays)
+        current = self._table.nbytes + sum(int(a.nbytes) for a in arrays)
+        return max(current, getattr(self, "_last_memory", 0))
 
 
 @dataclass(frozen=True)

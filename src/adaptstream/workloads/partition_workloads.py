@@ -152,7 +152,7 @@ def lineitem(n: int | None = None, rate: float = 100_000.0, seed: int = 0) -> pd
         df = real.head(n if n is not None else len(real)).copy()
     else:
         df = _resample(real, n, seed)
-        lines = np.random.default_rng(seed + 1).integers(1, 8, n // 4 + 2)  # 1-7 lines/order as TPC-H
+        lines = np.random.default_rng(seed + 1).integers(1, 8, n // 2 + 2)  # 1-7 lines/order as TPC-H
         df["orderkey"] = np.repeat(np.arange(1, len(lines) + 1), lines)[:n]
     cols = ["orderkey", "quantity", "extendedprice", "discount", "tax", "returnflag", "linestatus"]
     out = df[cols].reset_index(drop=True)

@@ -8,9 +8,7 @@ import numpy as np
 from adaptstream.partitioning._kernels import block_of
 
 
-def reference_assign(
-    mode: str, keys: np.ndarray, num_blocks: int, choices: int, p: float = 0.5
-) -> np.ndarray:
+def reference_assign(mode: str, keys: np.ndarray, num_blocks: int, choices: int, p: float = 0.5) -> np.ndarray:
     cands = np.stack([block_of(keys, j + 1, num_blocks) for j in range(choices)], axis=1)
     loads = [0] * num_blocks
     sets: list[set[int]] = [set() for _ in range(num_blocks)]

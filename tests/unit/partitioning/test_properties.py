@@ -10,9 +10,7 @@ from hypothesis import strategies as st
 from adaptstream.partitioning import PARTITIONERS, build_partitioner
 from adaptstream.partitioning.metrics import aggregation_cost, batch_report
 
-key_arrays = st.lists(st.integers(-(2**40), 2**40), min_size=1, max_size=400).map(
-    lambda v: np.array(v, np.int64)
-)
+key_arrays = st.lists(st.integers(-(2**40), 2**40), min_size=1, max_size=400).map(lambda v: np.array(v, np.int64))
 blocks_st = st.integers(1, 12)
 
 

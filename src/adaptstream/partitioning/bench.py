@@ -44,7 +44,11 @@ def machine() -> str:
 
 def header(title: str, command: str) -> str:
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return f"# {title}\n\nDate: {now}. Machine: {machine()}.\nCommand: `{command}`.\n\n"
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    return (
+        f"# {title}\n\nDate: {now}. Machine: {machine()}; load average at the start {load} (other processes "
+        f"share the 2 cores).\nCommand: `{command}`.\n\n"
+    )
 
 
 def md_table(df: pd.DataFrame, floatfmt: str = "{:.3g}") -> str:
@@ -391,7 +395,9 @@ def _write_rate(
         fig.savefig(out_dir / "partitioning_rate.png", dpi=110)
         plt.close(fig)
     md.write_text(text)
-    (out_dir / "partitioning_rate.json").write_text(json.dumps({"max": df.to_dict("records")}, indent=1))
+    (out_dir / "partitioning_rate.json").write_text(
+        json.dumps({"max": df.to_dict("records"), "probes": probes.to_dict("records")}, indent=1)
+    )
     return md
 
 
@@ -404,8 +410,14 @@ def _targets_rate(df: pd.DataFrame) -> str:
         if "prompt" not in r or "time" not in r:
             continue
         best_other = r.drop(["prompt"]).max()
-        vs_time = r["prompt"] / r["time"] if r["time"] > 0 else float("inf")
-        vs_best = r["prompt"] / best_other if best_other > 0 else float("inf")
+        if r["time"] <= 0 or best_other <= 0 or r["prompt"] <= 0:
+            lines.append(
+                f"- interval {interval:g} s, z={z:g}: n/a (not sustainable even at the lowest probe: "
+                f"prompt {r['prompt']:,.0f}, time {r['time']:,.0f}, best other {best_other:,.0f} rows/s)"
+            )
+            continue
+        vs_time = r["prompt"] / r["time"]
+        vs_best = r["prompt"] / best_other
         lines.append(
             f"- interval {interval:g} s, z={z:g}: prompt/time = {vs_time:.2f} "
             f"({'met' if vs_time >= 2 else 'MISSED'}), prompt/best other = {vs_best:.2f} "

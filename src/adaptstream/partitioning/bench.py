@@ -7,7 +7,7 @@
 (c) `rate`: Prompt Fig. 11 — highest sustainable input rate (processing time <= batch interval) per
     partitioner, real Spark aggregating over the planned blocks (spark_blocks harness).
 (d) `blocks`: holistic Fig. 5-7 — throughput vs number of blocks for TPC-H Q1/Q3, DEBS, GCM, with the
-    aggregation load Gamma / |S|.
+    aggregation load Gamma / N.
 Reports (Markdown + PNG, with date and machine) go to docs/results/.
 """
 
@@ -94,7 +94,7 @@ def bench_metrics(
                     "BSI/hash": r["bsi"] / hash_bsi,
                     "BCI/shuffle": r["bci"] / shuf_bci,
                     "KSR": r["ksr"],
-                    "Gamma/||S||": r["aggregation_cost"] / r["distinct_keys"],
+                    "Gamma/K": r["aggregation_cost"] / r["distinct_keys"],
                     "BSI": r["bsi"],
                     "BCI": r["bci"],
                     "distinct": r["distinct_keys"],
@@ -456,7 +456,7 @@ def bench_blocks(
                         "spark_s": spark_s,
                         "rows/s": rows / spark_s,
                         "assign_ms": 1e3 * float(np.median([r["assign_s"] for r in res])),
-                        "Gamma/|S|": res[0]["gamma_ratio"],
+                        "Gamma/N": res[0]["gamma_ratio"],
                         "BSI": res[0]["bsi"],
                     }
                 )
@@ -475,7 +475,7 @@ def _write_blocks(df: pd.DataFrame, rows: int, repeats: int, out_dir: Path) -> P
     text += (
         f"{rows} rows = one 60 s window per workload, aggregated by Spark over the planned blocks (partial "
         f"aggregation per block, exchange, final aggregation); median of {repeats} runs. rows/s counts Spark "
-        "time only (the partitioning cost is in the cost report). Gamma/|S| = partial results per input row, "
+        "time only (the partitioning cost is in the cost report). Gamma/N = partial results per input row, "
         "the aggregation load of holistic Eq. 2. This machine has 2 cores (local[2]): with 4 or 8 blocks the "
         "tasks queue, so more blocks cannot add parallelism here; skew and Gamma still show.\n\n"
     )

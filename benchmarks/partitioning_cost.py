@@ -1,0 +1,12 @@
+"""Partitioning benchmark 'cost' (see adaptstream.partitioning.bench).
+Same as `adaptstream partitioning bench cost`.
+
+Run from the repository root: `python benchmarks/partitioning_cost.py [--help]`.
+"""
+
+import typer
+
+from adaptstream.partitioning.cli import cost_command
+
+if __name__ == "__main__":
+    typer.run(cost_command)

@@ -1,0 +1,12 @@
+"""Partitioning benchmark 'metrics' (see adaptstream.partitioning.bench).
+Same as `adaptstream partitioning bench metrics`.
+
+Run from the repository root: `python benchmarks/partitioning_metrics.py [--help]`.
+"""
+
+import typer
+
+from adaptstream.partitioning.cli import metrics_command
+
+if __name__ == "__main__":
+    typer.run(metrics_command)

@@ -1,0 +1,12 @@
+"""Partitioning benchmark 'rate' (see adaptstream.partitioning.bench).
+Same as `adaptstream partitioning bench rate`.
+
+Run from the repository root: `python benchmarks/partitioning_rate.py [--help]`.
+"""
+
+import typer
+
+from adaptstream.partitioning.cli import rate_command
+
+if __name__ == "__main__":
+    typer.run(rate_command)

@@ -1,0 +1,22 @@
+"""Group affinity with cardinality imbalance minimisation, AM (holistic Alg. 3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from adaptstream.partitioning._online import MODE_AM, OnlinePartitioner
+from adaptstream.partitioning.base import Partitioner
+
+
+@dataclass(frozen=True)
+class AMConfig:
+    """choices: candidates per key; cardinality: "exact" (naive sets) or "hll" (HyperLogLog, Sec. 3.2.2);
+    window: "batch" resets statistics every batch, "explicit" only on on_window_boundary()."""
+
+    choices: int = 2
+    cardinality: str = "exact"
+    window: str = "batch"
+
+    def build(self) -> Partitioner:
+        suffix = "-hll" if self.cardinality == "hll" else ""
+        return OnlinePartitioner(f"am{suffix}", MODE_AM, self.choices, cardinality=self.cardinality, window=self.window)

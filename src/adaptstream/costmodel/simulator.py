@@ -110,7 +110,7 @@ class SimConfig:
     #: Multiplies every measured CPU cost: how many times slower the Table II "reference core" running a JVM
     #: DSPS is than this machine's core running the Python reference engine. An ASSUMPTION, not a measurement;
     #: see docs/costmodel-data.md for why and for the label balance at 1.0.
-    cost_scale: float = 20.0
+    cost_scale: float = 30.0
 
     def build(self) -> Simulator:
         return Simulator(self)

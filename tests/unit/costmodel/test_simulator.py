@@ -11,7 +11,7 @@ from adaptstream.costmodel.simulator import SimConfig, Simulator
 
 pytest.importorskip("numba")  # the pure-Python fallback is correct but far too slow for these runs
 
-SIM = Simulator(SimConfig(duration_s=20.0, warmup_s=2.0))
+SIM = Simulator(SimConfig(duration_s=20.0, warmup_s=2.0, cost_scale=20.0))
 BIG = Host("big", 800, 32000, 10000, 1, "large")
 
 

@@ -17,7 +17,9 @@ from rich.table import Table
 
 from adaptstream.errors import AdaptstreamError, CostModelError
 
-app = typer.Typer(help="Learned cost model (Costream) and cost-based operator placement.", no_args_is_help=True)
+app = typer.Typer(
+    help="Learned cost model (Costream) and cost-based operator placement.", no_args_is_help=True
+)
 console = Console()
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -134,7 +136,9 @@ app.command("place")(place)
 @app.command("train")
 @clean_errors
 def train(
-    corpus: Path = typer.Option(Path("data/costmodel_corpus"), help="corpus with train/val splits (JSON lines)"),
+    corpus: Path = typer.Option(
+        Path("data/costmodel_corpus"), help="corpus with train/val splits (JSON lines)"
+    ),
     out: Path = typer.Option(Path("runs/costmodel_models"), help="where to write the models"),
     metrics: str = typer.Option("T,Le,Lp,RO,S", help="comma-separated metrics"),
     members: int = typer.Option(3, help="models per metric (ensemble)"),
@@ -151,15 +155,16 @@ def train(
     import torch
 
     from adaptstream.costmodel.ensemble import train_ensembles
-    from adaptstream.costmodel.evaluate import _cap, load_split
+    from adaptstream.costmodel.evaluate import _cap, load_corpus
     from adaptstream.costmodel.flat import FlatVectorModel
     from adaptstream.costmodel.train import REGRESSION, SHORT, GraphDataset, TrainConfig, canonical_metric
 
     torch.set_num_threads(max(1, threads))
     wanted = [canonical_metric(m) for m in metrics.split(",") if m.strip()]
     with console.status("loading and featurising the corpus"):
-        tr = _cap(GraphDataset.from_traces(load_split(corpus, "train")), n_train, seed)
-        va = _cap(GraphDataset.from_traces(load_split(corpus, "val")), 4000, seed)
+        splits = load_corpus(corpus)
+        tr = _cap(GraphDataset.from_traces(splits["train"]), n_train, seed)
+        va = _cap(GraphDataset.from_traces(splits["val"]), 4000, seed)
     console.print(f"{len(tr)} train / {len(va)} validation traces; {members} model(s) per metric")
 
     def progress(rec: dict[str, Any]) -> None:

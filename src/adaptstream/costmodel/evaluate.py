@@ -125,13 +125,29 @@ def load_traces(paths: Sequence[Path]) -> list[Any]:
     return out
 
 
-def load_split(corpus_dir: str | Path, split: str) -> list[Any]:
+def load_corpus(corpus_dir: str | Path) -> dict[str, list[Any]]:
+    """train/val/test traces: explicit split files if present, else the data side's layout
+    (``traces/part-*.jsonl``) split by ``corpus.split_of`` (a hash of the trace id, 80/10/10)."""
     corpus = Path(corpus_dir)
-    files = _split_files(corpus, split)
-    if not files:
-        msg = f"no {split!r} split under {corpus} (looked for {split}.jsonl, splits/{split}.jsonl, {split}/*.jsonl)"
-        raise CostModelError(msg)
-    return load_traces(files)
+    explicit = {s: _split_files(corpus, s) for s in ("train", "val", "test")}
+    if all(explicit.values()):
+        return {s: load_traces(files) for s, files in explicit.items()}
+    if (corpus / "traces").is_dir():
+        from adaptstream.costmodel.corpus import iter_corpus, split_of
+
+        out: dict[str, list[Any]] = {"train": [], "val": [], "test": []}
+        for t in iter_corpus(corpus):
+            out[split_of(t.trace_id)].append(t)
+        return out
+    msg = (
+        f"no corpus under {corpus}: expected traces/part-*.jsonl (scripts/costmodel_build_corpus.py) "
+        "or train/val/test .jsonl files"
+    )
+    raise CostModelError(msg)
+
+
+def load_split(corpus_dir: str | Path, split: str) -> list[Any]:
+    return load_corpus(corpus_dir)[split]
 
 
 def _cap(ds: GraphDataset, n: int | None, seed: int) -> GraphDataset:
@@ -233,9 +249,7 @@ def exp1(ctx: Context) -> None:
         "n_val": len(ctx.val),
         "n_test": len(ctx.test),
         "train_seconds": ctx.gnn.info.get("seconds"),
-        "epochs_run": {
-            m: [len(x.history) for x in e.members] for m, e in ctx.gnn.ensembles.items()
-        },
+        "epochs_run": {m: [len(x.history) for x in e.members] for m, e in ctx.gnn.ensembles.items()},
     }
 
 
@@ -357,7 +371,9 @@ def exp4(ctx: Context) -> None:
             in_train, in_eval = dims[dim]
 
             def only_train(ds: GraphDataset, f=in_train, dim=dim) -> GraphDataset:
-                return ds.subset([i for i, m in enumerate(ds.meta) if all(f(v) for v in _host_values(m, dim))])
+                return ds.subset(
+                    [i for i, m in enumerate(ds.meta) if all(f(v) for v in _host_values(m, dim))]
+                )
 
             tr = _cap(only_train(ctx.train), cfg.n_aux_train, cfg.seed)
             va = _cap(only_train(ctx.val), 2000, cfg.seed)
@@ -398,7 +414,9 @@ def exp5(ctx: Context) -> None:
     tests: dict[int, list[Any]] = {k: [] for k in wanted}
     fewshot: list[Any] = []
     attempts = 0
-    while (any(len(tests[k]) < n for k, n in wanted.items()) or len(fewshot) < cfg.exp5_fewshot) and attempts < 50_000:
+    while (
+        any(len(tests[k]) < n for k, n in wanted.items()) or len(fewshot) < cfg.exp5_fewshot
+    ) and attempts < 50_000:
         attempts += 1
         t = sample_trace(rng, f"exp5-{attempts}", query_gen=qgen)
         k = t.query.n_filters
@@ -408,8 +426,10 @@ def exp5(ctx: Context) -> None:
             tests[k].append(t)
         elif len(fewshot) < cfg.exp5_fewshot:
             fewshot.append(t)
-    ctx.log(f"[exp5] train {len(tr)} traces without filter chains; simulating {sum(map(len, tests.values()))} "
-            f"test and {len(fewshot)} few-shot traces")
+    ctx.log(
+        f"[exp5] train {len(tr)} traces without filter chains; simulating {sum(map(len, tests.values()))} "
+        f"test and {len(fewshot)} few-shot traces"
+    )
     test_ds = {k: GraphDataset.from_traces(_label_traces(v, 31_000 + 1000 * k)) for k, v in tests.items()}
     few_ds = GraphDataset.from_traces(_label_traces(fewshot, 40_000))
     base = train_model(tr, va, cfg.train_config(metric, cfg.aux_seconds))
@@ -505,9 +525,9 @@ def run_evaluation(cfg: EvalConfig, log: Log = print) -> dict[str, Any]:
     ctx = Context(cfg, log)
     t0 = time.perf_counter()
     log(f"loading the corpus from {cfg.corpus_dir}")
-    train_traces = load_split(cfg.corpus_dir, "train")
-    val_traces = load_split(cfg.corpus_dir, "val")
-    test_traces = load_split(cfg.corpus_dir, "test")
+    splits = load_corpus(cfg.corpus_dir)
+    train_traces, val_traces, test_traces = splits["train"], splits["val"], splits["test"]
+    del splits
     full_train = GraphDataset.from_traces(train_traces)
     ctx.train = _cap(full_train, cfg.n_train, cfg.seed)
     ctx.val = _cap(GraphDataset.from_traces(val_traces), 4000, cfg.seed)
@@ -545,7 +565,12 @@ def run_evaluation(cfg: EvalConfig, log: Log = print) -> dict[str, Any]:
 def _write_json(ctx: Context) -> None:
     out = Path(ctx.cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    payload = {"results": ctx.results, "timings": ctx.timings, "config": asdict(ctx.cfg), "machine": machine_info()}
+    payload = {
+        "results": ctx.results,
+        "timings": ctx.timings,
+        "config": asdict(ctx.cfg),
+        "machine": machine_info(),
+    }
     (out / "costmodel.json").write_text(json.dumps(payload, indent=1, default=_json_default))
 
 

@@ -261,9 +261,9 @@ class FeatureStats:
         parts = [x.astype(np.float32)]
         for j, values in enumerate(self.vocab[t]):
             lookup = {v: i for i, v in enumerate(values)}
+            hot = np.fromiter((lookup.get(str(v), 0) for v in categorical[:, j]), dtype=np.int64, count=n)
             onehot = np.zeros((n, len(values)), dtype=np.float32)
-            for r in range(n):
-                onehot[r, lookup.get(str(categorical[r, j]), 0)] = 1.0
+            onehot[np.arange(n), hot] = 1.0
             parts.append(onehot)
         return np.concatenate(parts, axis=1) if parts else np.zeros((n, 0), dtype=np.float32)
 

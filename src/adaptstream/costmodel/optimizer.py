@@ -81,7 +81,11 @@ class PlacementOptimizer:
 
     def candidates(self, query: Any, hosts: Sequence[Any]) -> tuple[list[dict[str, str]], int]:
         """Distinct candidates obeying Fig. 5, plus how many enumerated ones failed the rule check."""
-        from adaptstream.costmodel.generate import enumerate_placements, initial_placement, placement_violations
+        from adaptstream.costmodel.generate import (
+            enumerate_placements,
+            initial_placement,
+            placement_violations,
+        )
 
         rng = np.random.default_rng(self.seed)
         found = enumerate_placements(query, hosts, limit=self.max_candidates, rng=rng)
@@ -120,9 +124,15 @@ class PlacementOptimizer:
         if feasible.any():
             pool, fallback = feasible, ""
         elif success.any():
-            pool, fallback = success, "every candidate is predicted to backpressure; chose among successful ones"
+            pool, fallback = (
+                success,
+                "every candidate is predicted to backpressure; chose among successful ones",
+            )
         else:
-            pool, fallback = np.ones(n, dtype=bool), "every candidate is predicted to fail; chose by target only"
+            pool, fallback = (
+                np.ones(n, dtype=bool),
+                "every candidate is predicted to fail; chose by target only",
+            )
         # rank: pool members first by target, then the rest by target
         order = sorted(range(n), key=lambda i: (not pool[i], not feasible[i], key[i]))
         cands = [

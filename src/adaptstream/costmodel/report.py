@@ -65,8 +65,15 @@ def _metric_table(gnn: Mapping[str, Any], flat: Mapping[str, Any] | None, paper:
     return lines
 
 
-def _png_bars(path: Path, title: str, groups: list[str], series: Mapping[str, list[float]], ylabel: str,
-              log: bool = False, hline: float | None = None) -> None:
+def _png_bars(
+    path: Path,
+    title: str,
+    groups: list[str],
+    series: Mapping[str, list[float]],
+    ylabel: str,
+    log: bool = False,
+    hline: float | None = None,
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -97,8 +104,12 @@ def _targets(results: Mapping[str, Any]) -> list[str]:
     e1, e2 = results.get("exp1"), results.get("exp2")
     if not e1:
         return []
-    rows = ["## Against the paper's headline figures", "",
-            "| figure | paper (Costream) | ours (simulated labels) | met? |", "|---|---|---|---|"]
+    rows = [
+        "## Against the paper's headline figures",
+        "",
+        "| figure | paper (Costream) | ours (simulated labels) | met? |",
+        "|---|---|---|---|",
+    ]
     for m in REGRESSION:
         got = e1["gnn"].get(m, {}).get("q50")
         goal = PAPER_T3[m][0]
@@ -108,7 +119,9 @@ def _targets(results: Mapping[str, Any]) -> list[str]:
         acc = e1["gnn"].get(m, {}).get("acc")
         goal = PAPER_T3[m][0]
         ok = acc is not None and not math.isnan(acc) and 100 * acc >= goal - 0.5
-        rows.append(f"| {NAMES[m]} accuracy | {goal}% | {_cell(e1['gnn'].get(m), m)[0]} | {'yes' if ok else 'no'} |")
+        rows.append(
+            f"| {NAMES[m]} accuracy | {goal}% | {_cell(e1['gnn'].get(m), m)[0]} | {'yes' if ok else 'no'} |"
+        )
     worse = []
     for m in REGRESSION:
         g, f = e1["gnn"].get(m, {}).get("q50"), e1["flat"].get(m, {}).get("q50")
@@ -116,8 +129,10 @@ def _targets(results: Mapping[str, Any]) -> list[str]:
     for m in CLASSIFICATION:
         g, f = e1["gnn"].get(m, {}).get("acc"), e1["flat"].get(m, {}).get("acc")
         worse.append(g is not None and f is not None and f < g)
-    rows.append(f"| flat vector worse than GNN | all 5 metrics | {sum(worse)} of {len(worse)} metrics | "
-                f"{'yes' if all(worse) else 'no'} |")
+    rows.append(
+        f"| flat vector worse than GNN | all 5 metrics | {sum(worse)} of {len(worse)} metrics | "
+        f"{'yes' if all(worse) else 'no'} |"
+    )
     if e2:
         meds = {k: v["gnn_median"] for k, v in e2.items()}
         best = max((v for v in meds.values() if not math.isnan(v)), default=float("nan"))
@@ -182,13 +197,21 @@ def write_report(
             "",
         ]
         L += _metric_table(e1["gnn"], e1["flat"], paper=True)
-        L += ["", "Epochs run per member: " + ", ".join(f"{SHORT[m]} {v}" for m, v in e1["epochs_run"].items()), ""]
+        L += [
+            "",
+            "Epochs run per member: " + ", ".join(f"{SHORT[m]} {v}" for m, v in e1["epochs_run"].items()),
+            "",
+        ]
         qt = e1["by_query_type"]
         groups = [g for g in ("linear", "2-way-join", "3-way-join") if g in qt["gnn"]]
         if groups:
             L += ["Per query type (Fig. 8), median q-error / accuracy:", ""]
-            L += ["| query type | " + " | ".join(f"{SHORT[m]} GNN / flat" for m in (*REGRESSION, *CLASSIFICATION))
-                  + " |", "|---|" + "---|" * 5]
+            L += [
+                "| query type | "
+                + " | ".join(f"{SHORT[m]} GNN / flat" for m in (*REGRESSION, *CLASSIFICATION))
+                + " |",
+                "|---|" + "---|" * 5,
+            ]
             for g in groups:
                 cells = []
                 for m in (*REGRESSION, *CLASSIFICATION):
@@ -210,12 +233,19 @@ def write_report(
             L += ["![Exp. 1](costmodel_exp1.png)", ""]
         cpu = e1.get("by_cpu", {}).get("gnn", {})
         if cpu:
-            L += ["GNN median q-error by mean CPU of the used hosts (Fig. 7):", "",
-                  "| mean cpu % | n | T | Le | Lp | R_O acc | S acc |", "|---|---|---|---|---|---|---|"]
+            L += [
+                "GNN median q-error by mean CPU of the used hosts (Fig. 7):",
+                "",
+                "| mean cpu % | n | T | Le | Lp | R_O acc | S acc |",
+                "|---|---|---|---|---|---|---|",
+            ]
             for b, s in cpu.items():
                 n = s.get("proc_latency_ms", {}).get("n", "")
-                L.append(f"| {b} | {n} | " + " | ".join(_cell(s.get(m), m)[0] for m in (*REGRESSION, *CLASSIFICATION))
-                         + " |")
+                L.append(
+                    f"| {b} | {n} | "
+                    + " | ".join(_cell(s.get(m), m)[0] for m in (*REGRESSION, *CLASSIFICATION))
+                    + " |"
+                )
             L.append("")
     e2 = results.get("exp2")
     if e2:
@@ -294,8 +324,10 @@ def write_report(
         chains = [k for k in e5 if k.endswith("chain")]
         for k in chains:
             r = e5[k]
-            cells = [f"{_f(r[x]['throughput']['q50'])} / {_f(r[x]['throughput']['q95'])}"
-                     for x in ("gnn", "gnn_finetuned", "flat")]
+            cells = [
+                f"{_f(r[x]['throughput']['q50'])} / {_f(r[x]['throughput']['q95'])}"
+                for x in ("gnn", "gnn_finetuned", "flat")
+            ]
             L.append(f"| {k} | {r['n']} | " + " | ".join(cells) + " |")
         L.append("")
         _png_bars(

@@ -35,7 +35,7 @@ from adaptstream.costmodel.gnn import (
     GNNConfig,
     collate,
     default_device,
-    encode_graph,
+    encode_graphs,
 )
 from adaptstream.costmodel.qerror import balanced_accuracy, q_errors
 from adaptstream.errors import CostModelError
@@ -167,8 +167,8 @@ class TrainConfig:
     metric: str = "proc_latency_ms"
     hidden: int = 64
     epochs: int = 40
-    batch_size: int = 128
-    lr: float = 2e-3
+    batch_size: int = 512
+    lr: float = 3e-3
     weight_decay: float = 0.0
     patience: int = 6
     seed: int = 0
@@ -224,8 +224,7 @@ class TrainedModel:
         return next(self.model.parameters()).device
 
     def raw_outputs(self, graphs: Sequence[RawGraph], batch_size: int = 512) -> np.ndarray:
-        encoded = [encode_graph(g, self.stats) for g in graphs]
-        return self.outputs_encoded(encoded, batch_size)
+        return self.outputs_encoded(encode_graphs(graphs, self.stats), batch_size)
 
     def outputs_encoded(self, encoded: Sequence[EncodedGraph], batch_size: int = 512) -> np.ndarray:
         self.model.eval()
@@ -297,13 +296,22 @@ def _batches(
     stats: FeatureStats,
     batch_size: int,
     rng: np.random.Generator,
+    device: torch.device,
 ) -> list[tuple[Batch, torch.Tensor]]:
+    """Collate once (seeded membership) and keep on the device; epochs only shuffle the batch order."""
     order = rng.permutation(len(encoded))
     out = []
     for i in range(0, len(order), batch_size):
         sel = order[i : i + batch_size]
-        out.append((collate([encoded[j] for j in sel], stats), torch.from_numpy(y[sel].astype(np.float32))))
+        b = collate([encoded[j] for j in sel], stats).to(device)
+        out.append((b, torch.from_numpy(y[sel].astype(np.float32)).to(device)))
     return out
+
+
+def _predict_batches(model: CostGNN, batches: Sequence[Batch]) -> np.ndarray:
+    model.eval()
+    with torch.no_grad():
+        return np.concatenate([model(b).float().cpu().numpy() for b in batches])
 
 
 def validation_score(metric: str, y_true: np.ndarray, y_pred: np.ndarray) -> float:
@@ -342,8 +350,8 @@ def train_model(
         model = CostGNN(stats, config.gnn_config())
     model.to(device)
     y_tr_n = (y_tr - mu) / sd if metric in REGRESSION else y_tr
-    enc_tr = [encode_graph(train.graphs[i], stats) for i in tr_idx]
-    enc_va = [encode_graph(val.graphs[i], stats) for i in va_idx]
+    enc_tr = encode_graphs([train.graphs[i] for i in tr_idx], stats)
+    enc_va = encode_graphs([val.graphs[i] for i in va_idx], stats)
     y_va = val.column(metric)[va_idx]
     if metric in REGRESSION:
         loss_fn: nn.Module = nn.MSELoss()
@@ -355,25 +363,27 @@ def train_model(
     sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=max(1, config.patience // 2))
     rng = np.random.default_rng(config.seed)
     wrapper = TrainedModel(model, stats, config, mu, sd)
+    train_batches = _batches(enc_tr, y_tr_n, stats, config.batch_size, rng, device)
+    val_batches = [collate(enc_va[i : i + 1024], stats).to(device) for i in range(0, len(enc_va), 1024)]
     best_score = math.inf
     if init is not None:  # fine-tuning keeps the starting weights unless training beats them
-        best_score = validation_score(metric, y_va, wrapper.decode(wrapper.outputs_encoded(enc_va)))
+        best_score = validation_score(metric, y_va, wrapper.decode(_predict_batches(model, val_batches)))
     best = (best_score, {k: v.detach().clone() for k, v in model.state_dict().items()}, 0)
     history: list[dict[str, float]] = []
     t0 = time.perf_counter()
     for epoch in range(1, config.epochs + 1):
         model.train()
         total, count = 0.0, 0
-        for b, y in _batches(enc_tr, y_tr_n, stats, config.batch_size, rng):
-            b, y = b.to(device), y.to(device)
+        for k in rng.permutation(len(train_batches)):
+            b, y = train_batches[k]
             opt.zero_grad()
             loss = loss_fn(model(b), y)
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), 5.0)
             opt.step()
-            total += float(loss) * len(y)
+            total += loss.item() * len(y)
             count += len(y)
-        pred = wrapper.decode(wrapper.outputs_encoded(enc_va))
+        pred = wrapper.decode(_predict_batches(model, val_batches))
         score = validation_score(metric, y_va, pred)
         sched.step(score)
         rec = {

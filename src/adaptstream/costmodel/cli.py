@@ -9,7 +9,7 @@ import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -17,6 +17,8 @@ from rich.table import Table
 
 from adaptstream.errors import AdaptstreamError, CostModelError
 
+MODELS = Path("runs/costmodel_models")
+CORPUS = Path("data/costmodel_corpus")
 app = typer.Typer(
     help="Learned cost model (Costream) and cost-based operator placement.", no_args_is_help=True
 )
@@ -60,7 +62,8 @@ def load_query(path: Path) -> Any:
 
 
 def load_hosts(path: Path) -> tuple[Any, ...]:
-    """Hosts from JSON: a list of {"id","cpu","ram_mb","bandwidth_mbits","latency_ms","category"} or {"hosts":[..]}."""
+    """Hosts from JSON: a list of {"id","cpu","ram_mb","bandwidth_mbits","latency_ms","category"} or
+    {"hosts":[..]}."""
     from adaptstream.costmodel.model import Host
 
     data = _read_json(path, "hosts")
@@ -77,14 +80,16 @@ def load_hosts(path: Path) -> tuple[Any, ...]:
 
 @clean_errors
 def place(
-    query: Path = typer.Argument(..., help="query JSON file (see examples/costmodel/query.json)"),
-    hosts: Path = typer.Argument(..., help="hosts JSON file (see examples/costmodel/hosts.json)"),
-    target: str = typer.Option("proc-latency", help="proc-latency | e2e-latency | throughput"),
-    models: Path = typer.Option(Path("runs/costmodel_models"), help="directory written by `costmodel train`"),
-    candidates: int = typer.Option(200, help="how many Fig.-5 placements to enumerate"),
-    top: int = typer.Option(5, help="how many candidates to show"),
-    seed: int = typer.Option(0, help="seed of the candidate enumeration"),
-    flat: bool = typer.Option(False, help="use the flat-vector baseline instead of the GNN ensembles"),
+    query: Annotated[Path, typer.Argument(help="query JSON file (see examples/costmodel/query.json)")],
+    hosts: Annotated[Path, typer.Argument(help="hosts JSON file (see examples/costmodel/hosts.json)")],
+    target: Annotated[str, typer.Option(help="proc-latency | e2e-latency | throughput")] = "proc-latency",
+    models: Annotated[Path, typer.Option(help="directory written by `costmodel train`")] = MODELS,
+    candidates: Annotated[int, typer.Option(help="how many Fig.-5 placements to enumerate")] = 200,
+    top: Annotated[int, typer.Option(help="how many candidates to show")] = 5,
+    seed: Annotated[int, typer.Option(help="seed of the candidate enumeration")] = 0,
+    flat: Annotated[
+        bool, typer.Option(help="use the flat-vector baseline instead of the GNN ensembles")
+    ] = False,
 ) -> None:
     """Choose a placement for QUERY on HOSTS with the trained cost models (Costream Sec. V)."""
     from adaptstream.costmodel.ensemble import CostEnsembles
@@ -136,20 +141,18 @@ app.command("place")(place)
 @app.command("train")
 @clean_errors
 def train(
-    corpus: Path = typer.Option(
-        Path("data/costmodel_corpus"), help="corpus with train/val splits (JSON lines)"
-    ),
-    out: Path = typer.Option(Path("runs/costmodel_models"), help="where to write the models"),
-    metrics: str = typer.Option("T,Le,Lp,RO,S", help="comma-separated metrics"),
-    members: int = typer.Option(3, help="models per metric (ensemble)"),
-    n_train: int = typer.Option(16000, help="cap on training traces (seeded subsample)"),
-    hidden: int = typer.Option(64),
-    epochs: int = typer.Option(30),
-    batch_size: int = typer.Option(256),
-    max_seconds: float = typer.Option(40.0, help="time cap per model"),
-    seed: int = typer.Option(0),
-    threads: int = typer.Option(1, help="torch CPU threads"),
-    flat_baseline: bool = typer.Option(True, help="also train the flat-vector baseline"),
+    corpus: Annotated[Path, typer.Option(help="corpus directory (traces/part-*.jsonl)")] = CORPUS,
+    out: Annotated[Path, typer.Option(help="where to write the models")] = MODELS,
+    metrics: Annotated[str, typer.Option(help="comma-separated metrics")] = "T,Le,Lp,RO,S",
+    members: Annotated[int, typer.Option(help="models per metric (ensemble)")] = 3,
+    n_train: Annotated[int, typer.Option(help="cap on training traces (seeded subsample)")] = 16000,
+    hidden: Annotated[int, typer.Option()] = 64,
+    epochs: Annotated[int, typer.Option()] = 30,
+    batch_size: Annotated[int, typer.Option()] = 512,
+    max_seconds: Annotated[float, typer.Option(help="time cap per model")] = 40.0,
+    seed: Annotated[int, typer.Option()] = 0,
+    threads: Annotated[int, typer.Option(help="torch CPU threads")] = 1,
+    flat_baseline: Annotated[bool, typer.Option(help="also train the flat-vector baseline")] = True,
 ) -> None:
     """Train GNN ensembles (and the flat baseline) on a corpus, with per-epoch progress."""
     import torch
@@ -185,16 +188,16 @@ def train(
 @app.command("eval")
 @clean_errors
 def evaluate(
-    corpus: Path = typer.Option(Path("data/costmodel_corpus")),
-    out: Path = typer.Option(Path("docs/results"), help="report directory"),
-    models: Path = typer.Option(Path("runs/costmodel_models"), help="where the trained models are written"),
-    experiments: str = typer.Option("exp1,exp2,exp3,exp4,exp5,exp7,real"),
-    n_train: int = typer.Option(16000),
-    n_aux_train: int = typer.Option(6000),
-    main_seconds: float = typer.Option(40.0),
-    aux_seconds: float = typer.Option(20.0),
-    exp2_queries: int = typer.Option(20),
-    seed: int = typer.Option(0),
+    corpus: Annotated[Path, typer.Option()] = CORPUS,
+    out: Annotated[Path, typer.Option(help="report directory")] = Path("docs/results"),
+    models: Annotated[Path, typer.Option(help="where the trained models are written")] = MODELS,
+    experiments: Annotated[str, typer.Option(help="comma-separated")] = "exp1,exp2,exp3,exp4,exp5,exp7,real",
+    n_train: Annotated[int, typer.Option()] = 16000,
+    n_aux_train: Annotated[int, typer.Option()] = 6000,
+    main_seconds: Annotated[float, typer.Option()] = 40.0,
+    aux_seconds: Annotated[float, typer.Option()] = 20.0,
+    exp2_queries: Annotated[int, typer.Option()] = 20,
+    seed: Annotated[int, typer.Option()] = 0,
 ) -> None:
     """Run Costream's experiments (Exp. 1, 2, 3/4, 5, 7, real traces); writes docs/results/costmodel.md."""
     from adaptstream.costmodel.evaluate import EvalConfig, run_evaluation
@@ -218,9 +221,9 @@ def evaluate(
 @app.command("featurize")
 @clean_errors
 def featurize(
-    corpus: Path = typer.Argument(..., help="directory with *.jsonl trace files"),
-    out: Path = typer.Argument(..., help="directory for the npz shards"),
-    master: str = typer.Option(None, help="Spark master URL (default local[2])"),
+    corpus: Annotated[Path, typer.Argument(help="directory with *.jsonl trace files")],
+    out: Annotated[Path, typer.Argument(help="directory for the npz shards")],
+    master: Annotated[str | None, typer.Option(help="Spark master URL (default local[2])")] = None,
 ) -> None:
     """Featurise a trace corpus into npz shards with a PySpark job (one shard per partition)."""
     from adaptstream.costmodel.features import featurize_corpus

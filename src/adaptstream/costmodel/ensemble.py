@@ -98,7 +98,10 @@ class CostEnsembles:
         d = Path(directory)
         manifest = d / MANIFEST
         if not manifest.exists():
-            msg = f"{d} holds no trained cost models ({MANIFEST} missing); run `adaptstream costmodel train` first"
+            msg = (
+                f"{d} holds no trained cost models ({MANIFEST} missing); "
+                "run `adaptstream costmodel train` first"
+            )
             raise CostModelError(msg)
         data = json.loads(manifest.read_text())
         wanted = [canonical_metric(m) for m in metrics] if metrics else list(data["files"])
@@ -121,7 +124,8 @@ def train_ensembles(
     members: int = 3,
     on_epoch: ProgressFn | None = None,
 ) -> CostEnsembles:
-    """Train `members` models per metric with seeds base.seed, base.seed+1, ... on shared feature statistics."""
+    """Train `members` models per metric with seeds base.seed, base.seed+1, ... on shared feature
+    statistics."""
     from adaptstream.costmodel.features import FeatureStats
 
     stats = FeatureStats.fit(train.graphs)

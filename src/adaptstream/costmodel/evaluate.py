@@ -102,7 +102,7 @@ class EvalConfig:
         )
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # corpus access
 
 
@@ -156,12 +156,13 @@ def _cap(ds: GraphDataset, n: int | None, seed: int) -> GraphDataset:
     return ds.subset(np.sort(np.random.default_rng(seed).choice(len(ds), n, replace=False)))
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # scoring
 
 
 def score(preds: dict[str, np.ndarray], ds: GraphDataset, seed: int = 0) -> dict[str, dict[str, float]]:
-    """Q50/Q95 for regression metrics (successful traces); accuracy on a class-balanced subset for the others."""
+    """Q50/Q95 for regression metrics (successful traces); accuracy on a class-balanced subset for the
+    others."""
     out: dict[str, dict[str, float]] = {}
     for m, p in preds.items():
         idx = ds.usable(m)
@@ -193,7 +194,7 @@ def _group_scores(preds, ds: GraphDataset, key: Callable[[dict], Any], seed: int
     }
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # experiments
 
 
@@ -361,7 +362,8 @@ def _host_values(meta: dict[str, Any], dim: str) -> list[float]:
 
 
 def exp4(ctx: Context) -> None:
-    """Extrapolation: retrain on a restricted hardware range, test on traces using hosts outside it (Table V)."""
+    """Extrapolation: retrain on a restricted hardware range, test on traces using hosts outside it (Table
+    V)."""
     cfg = ctx.cfg
     assert ctx.train is not None and ctx.val is not None and ctx.test is not None
     out: dict[str, Any] = {}

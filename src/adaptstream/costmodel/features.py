@@ -2,7 +2,8 @@
 
 A trace becomes a :class:`RawGraph`: per node type a matrix of raw (log-transformed) numeric features and a
 matrix of categorical strings, plus the three edge sets of Costream Sec. III-A: placement (operator -> host),
-its reverse (host -> operator) and the logical data flow (operator -> operator). :class:`FeatureStats` is fitted
+its reverse (host -> operator) and the logical data flow (operator -> operator). :class:`FeatureStats` is
+fitted
 on the training graphs only (median/IQR robust scaling, categorical vocabularies) and travels with every
 checkpoint, so a model never sees features scaled with statistics from its test data.
 """
@@ -25,7 +26,8 @@ HOST = "host"
 NODE_TYPES: tuple[str, ...] = (*OP_KINDS, HOST)
 DATA_TYPES: tuple[str, ...] = ("int", "string", "double")
 
-# Numeric features per node type. "log:" features are log1p-transformed (rates, sizes and widths span orders of
+# Numeric features per node type. "log:" features are log1p-transformed (rates, sizes and widths span orders
+# of
 # magnitude); derived ones are computed in _numeric_row.
 _WIDTHS = ("log:tuple_width_in", "log:tuple_width_out")
 _WINDOW = ("log:window_size", "slide_ratio")
@@ -59,7 +61,8 @@ def _num(value: Any) -> float:
 
 
 def _type_counts(value: Any) -> tuple[float, float, float]:
-    """data_types may be a list, a comma-separated string or a mapping of counts; returns (#int, #str, #double)."""
+    """data_types may be a list, a comma-separated string or a mapping of counts; returns (#int, #str,
+    #double)."""
     if isinstance(value, Mapping):
         return tuple(_num(value.get(t, 0)) for t in DATA_TYPES)  # type: ignore[return-value]
     items = value.replace(";", ",").split(",") if isinstance(value, str) else list(value or ())
@@ -282,7 +285,7 @@ class FeatureStats:
         return cls.from_dict(json.loads(Path(path).read_text()))
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # npz shards (the PySpark featurisation job writes these; the loader reads them back)
 
 
@@ -367,7 +370,8 @@ def featurize_corpus(corpus_dir: str | Path, out_dir: str | Path, master: str | 
 
     Each Spark partition parses its lines, builds the raw graphs and writes one shard
     ``part-<file>-<partition>.npz`` (raw features + labels) to out_dir; the driver collects the shard paths.
-    out_dir must be visible to the executors (always true for local masters; use a shared filesystem otherwise).
+    out_dir must be visible to the executors (always true for local masters; use a shared filesystem
+    otherwise).
     """
     from adaptstream.spark.session import DEFAULT_MASTER, build_spark
 

@@ -1,16 +1,20 @@
 """Costream's GNN in plain PyTorch: node-type encoders, ordered message passing, sum readout, one head.
 
-Message passing follows Costream Alg. 1 / Sec. III-B: (1) operators -> hosts over placement edges, (2) hosts ->
-operators, (3) along the data flow from the sources to the sink, one topological level at a time, so a source's
+Message passing follows Costream Alg. 1 / Sec. III-B: (1) operators -> hosts over placement edges, (2) hosts
+->
+operators, (3) along the data flow from the sources to the sink, one topological level at a time, so a
+source's
 state reaches the sink in a single pass. Each update is h'_v = MLP_{rel,T(v)}([h_v, sum_{u->v} h'_u]) (the
 paper's "summed and concatenated"), per relation and destination node type. Readout sums all node states of a
 graph and a head MLP maps it to one number.
 
-Ablation variants (Costream Sec. VII-G, Exp. 7): ``message_passing="traditional"`` runs k synchronous rounds over
+Ablation variants (Costream Sec. VII-G, Exp. 7): ``message_passing="traditional"`` runs k synchronous rounds
+over
 all edges with one shared update MLP regardless of node type; ``hardware="no_hw_features"`` keeps host nodes
 and placement edges but zeroes host features; ``hardware="no_hosts"`` drops host nodes entirely.
 
-Graphs of a batch are concatenated; all aggregation is ``index_add`` over global node ids, and the ordered pass
+Graphs of a batch are concatenated; all aggregation is ``index_add`` over global node ids, and the ordered
+pass
 is vectorised over the batch level by level (levels are precomputed per graph in :func:`collate`).
 """
 
@@ -142,9 +146,11 @@ def collate(graphs: Sequence[EncodedGraph], stats: FeatureStats) -> Batch:
     for t in NODE_TYPES:
         xs = [g.x[t] for g in graphs]
         x[t] = torch.from_numpy(np.concatenate(xs)) if xs else torch.zeros(0, stats.dim(t))
-        idx[t] = torch.from_numpy(np.concatenate([g.type_index[t] + o for g, o in zip(graphs, offsets)]))
-    place = np.concatenate([g.placement + o for g, o in zip(graphs, offsets)], axis=1)
-    flow = np.concatenate([g.flow + o for g, o in zip(graphs, offsets)], axis=1)
+        idx[t] = torch.from_numpy(
+            np.concatenate([g.type_index[t] + o for g, o in zip(graphs, offsets, strict=True)])
+        )
+    place = np.concatenate([g.placement + o for g, o in zip(graphs, offsets, strict=True)], axis=1)
+    flow = np.concatenate([g.flow + o for g, o in zip(graphs, offsets, strict=True)], axis=1)
     level = np.concatenate([g.level for g in graphs])
     node_type = np.full(n_nodes, -1)
     for t in NODE_TYPES:

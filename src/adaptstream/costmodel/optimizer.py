@@ -1,9 +1,11 @@
 """Cost-based initial placement (Costream Sec. V, Fig. 4).
 
-Enumerate candidates under the rules of Fig. 5 (the data side's ``generate.enumerate_placements``), predict all
+Enumerate candidates under the rules of Fig. 5 (the data side's ``generate.enumerate_placements``), predict
+all
 metrics for every candidate with an ensemble, drop candidates predicted to fail or to backpressure (majority
 vote inside the ensemble), and pick the best remaining one by the user's target: minimum processing or
-end-to-end latency, or maximum throughput. If every candidate is predicted infeasible we say so in the decision
+end-to-end latency, or maximum throughput. If every candidate is predicted infeasible we say so in the
+decision
 (``fallback``) and choose among the least bad: predicted-successful ones ignoring backpressure, then all.
 """
 
@@ -59,7 +61,8 @@ def parse_target(target: str) -> tuple[str, str]:
 
 
 class PlacementOptimizer:
-    """Chooses a placement for one query on given hosts with a predictor (an ensemble or the flat baseline)."""
+    """Chooses a placement for one query on given hosts with a predictor (an ensemble or the flat
+    baseline)."""
 
     def __init__(
         self,

@@ -43,7 +43,8 @@ def balanced_accuracy(actual: Sequence[bool] | np.ndarray, predicted: Sequence[b
 
 
 def balanced_indices(labels: Sequence[bool] | np.ndarray, seed: int = 0) -> np.ndarray:
-    """Indices of a class-balanced subset: the majority class is subsampled to the minority's size (seeded)."""
+    """Indices of a class-balanced subset: the majority class is subsampled to the minority's size
+    (seeded)."""
     y = np.asarray(labels, dtype=bool)
     pos, neg = np.flatnonzero(y), np.flatnonzero(~y)
     n = min(pos.size, neg.size)

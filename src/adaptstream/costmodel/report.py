@@ -155,11 +155,13 @@ def write_report(
     L: list[str] = ["# Cost model (Costream) evaluation", ""]
     L += [
         f"Measured {machine.get('date_utc')} on {machine.get('platform')}, {machine.get('cpu_count')} CPUs "
-        f"({machine.get('device')}, torch {machine.get('torch')}, Python {machine.get('python')}); shared machine, "
+        f"({machine.get('device')}, torch {machine.get('torch')}, Python {machine.get('python')}); "
+        "shared machine, "
         f"other jobs were running. Total wall time {timings.get('total', 0) / 60:.1f} min.",
         "",
         "**All corpus labels are SIMULATED**: they come from the simulated edge-cloud testbed "
-        "(`adaptstream.costmodel.simulator`, see docs/costmodel-data.md), not from a real cluster. Exp. 2 re-runs "
+        "(`adaptstream.costmodel.simulator`, see docs/costmodel-data.md), not from a real cluster. "
+        "Exp. 2 re-runs "
         "chosen placements in the same simulated testbed. Only the last section uses measured (real) traces. "
         "Paper figures are from Costream (Heinrich et al., arXiv:2403.08444) and were measured on a real "
         "Apache Storm testbed, so they are context, not a like-for-like comparison.",
@@ -172,14 +174,18 @@ def write_report(
         L += [
             "## Sizes used",
             "",
-            f"- corpus ({', '.join(corpus.get('origins', []))} labels): {corpus.get('train_available')} train / "
+            f"- corpus ({', '.join(corpus.get('origins', []))} labels): "
+            f"{corpus.get('train_available')} train / "
             f"{corpus.get('val_available')} val / {corpus.get('test')} test traces available; "
             f"models trained on {corpus.get('train_used')} train traces (seeded subsample), validation on "
             f"{corpus.get('val_used')}.",
             f"- test set: success rate {_f(100 * corpus.get('success_rate_test', float('nan')), 1)}%, "
-            f"backpressure rate {_f(100 * corpus.get('backpressure_rate_test', float('nan')), 1)}% (simulated).",
-            f"- GNN: hidden {config.get('hidden')}, batch {config.get('batch_size')}, <= {config.get('epochs')} "
-            f"epochs, early stopping patience {config.get('patience')}, time cap {config.get('main_seconds')} s "
+            f"backpressure rate {_f(100 * corpus.get('backpressure_rate_test', float('nan')), 1)}% "
+            "(simulated).",
+            f"- GNN: hidden {config.get('hidden')}, batch {config.get('batch_size')}, <= "
+            f"{config.get('epochs')} "
+            f"epochs, early stopping patience {config.get('patience')}, time cap "
+            f"{config.get('main_seconds')} s "
             f"per main model and {config.get('aux_seconds')} s per ablation/extrapolation model "
             f"(on {config.get('n_aux_train')} traces); {config.get('members')} seeds per metric; "
             f"{config.get('threads')} torch thread(s).",
@@ -252,9 +258,12 @@ def write_report(
         L += ["## Exp. 2: placement speed-up (Fig. 9)", ""]
         L += [
             f"Per query type, {config.get('exp2_queries')} fresh queries on fresh hosts; candidates: up to "
-            f"{config.get('exp2_candidates')} Fig.-5 placements plus the initial one; target min Lp; candidates "
-            "predicted to fail or backpressure dropped. Speed-up = Lp(initial heuristic placement) / Lp(chosen), "
-            "both re-run in the SIMULATED testbed with the same seed. Paper: median up to 21.34x (linear) for "
+            f"{config.get('exp2_candidates')} Fig.-5 placements plus the initial one; target min Lp; "
+            "candidates "
+            "predicted to fail or backpressure dropped. Speed-up = Lp(initial heuristic placement) / "
+            "Lp(chosen), "
+            "both re-run in the SIMULATED testbed with the same seed. Paper: median up to 21.34x "
+            "(linear) for "
             "Costream vs 4.89x for the flat vector (Costream Sec. VII-B, Fig. 9).",
             "",
             "| query type | valid queries | GNN median speed-up | flat median speed-up | GNN chosen failed | "
@@ -282,21 +291,25 @@ def write_report(
     if e3:
         L += ["## Exp. 3: unseen hardware inside the training range (Table IV)", ""]
         L += [
-            f"{e3['n']} fresh simulated traces whose hosts use only the evaluation values of Costream Table IV(A) "
+            f"{e3['n']} fresh simulated traces whose hosts use only the evaluation values of Costream "
+            "Table IV(A) "
             "(e.g. cpu 75..750 %, RAM 1.5..28 GB), none of which occur in training. Paper: Q50 1.37-1.59, "
             "accuracy up to 88% (Table IV B).",
             "",
         ]
-        L += _metric_table(e3["gnn"], e3["flat"]) + [""]
+        L += [*_metric_table(e3["gnn"], e3["flat"]), ""]
     e4 = results.get("exp4")
     if e4:
         L += ["## Exp. 4: hardware outside the training range (Table V), Lp", ""]
         L += [
-            "One GNN (single seed) and one flat model per row, retrained on traces whose used hosts all lie in "
-            "the reduced training range of Costream Table V; tested on test-split traces with at least one used "
+            "One GNN (single seed) and one flat model per row, retrained on traces whose used hosts "
+            "all lie in "
+            "the reduced training range of Costream Table V; tested on test-split traces with at "
+            "least one used "
             "host in the evaluation range. Paper Lp Q50: 1.63-3.83 (stronger), 1.49-6.09 (weaker).",
             "",
-            "| direction/dimension | n train | n test | GNN Lp Q50 | GNN Lp Q95 | flat Lp Q50 | flat Lp Q95 |",
+            "| direction/dimension | n train | n test | GNN Lp Q50 | GNN Lp Q95 | flat Lp Q50 | flat "
+            "Lp Q95 |",
             "|---|---|---|---|---|---|---|",
         ]
         for k, r in e4.items():
@@ -305,7 +318,8 @@ def write_report(
                 continue
             g, f = r["gnn"]["proc_latency_ms"], r["flat"]["proc_latency_ms"]
             L.append(
-                f"| {k} | {r['n_train']} | {r['n_test']} | {_f(g['q50'])} | {_f(g['q95'])} | {_f(f['q50'])} | "
+                f"| {k} | {r['n_train']} | {r['n_test']} | {_f(g['q50'])} | {_f(g['q95'])} | "
+                f"{_f(f['q50'])} | "
                 f"{_f(f['q95'])} |"
             )
         L.append("")
@@ -313,8 +327,10 @@ def write_report(
     if e5:
         L += ["## Exp. 5: longer filter chains than in training (Table VI A, Fig. 11), throughput", ""]
         L += [
-            f"Models trained on {e5['n_train']} traces whose longest filter chain is 1; tested on fresh linear "
-            f"queries with 2/3/4 chained filters (simulated); fine-tuned on {e5['n_fewshot']} extra chain queries "
+            f"Models trained on {e5['n_train']} traces whose longest filter chain is 1; tested on "
+            "fresh linear "
+            f"queries with 2/3/4 chained filters (simulated); fine-tuned on {e5['n_fewshot']} extra "
+            "chain queries "
             "(disjoint from the test queries). Paper T Q50: 2.74 / 2.87 / 5.51 before, e.g. 5.51 -> 1.61 "
             "for 4-filter chains after fine-tuning (Sec. VII-E).",
             "",
@@ -348,7 +364,8 @@ def write_report(
         L += ["## Exp. 7: ablations (Fig. 12, 13)", ""]
         L += [
             f"Single-seed models on the same {e7['n_train']} training traces, scored on the test split. 7a "
-            "(Le): operators only (no host nodes) / host nodes with placement but no hardware features / full. "
+            "(Le): operators only (no host nodes) / host nodes with placement but no hardware "
+            "features / full. "
             "Paper Le Q50: 2.6 / 2.22 / 1.37. 7b: traditional message passing (3 synchronous rounds over all "
             "edges, one shared update MLP) vs Costream's ordered scheme.",
             "",
@@ -383,11 +400,12 @@ def write_report(
             L += [f"Skipped: {rl['skipped']}", ""]
         else:
             L += [
-                f"{rl['n']} traces recorded on this machine (origin {', '.join(rl['origins'])}), predicted by the "
+                f"{rl['n']} traces recorded on this machine (origin {', '.join(rl['origins'])}), "
+                "predicted by the "
                 "models trained on SIMULATED traces above (no real trace was used for training):",
                 "",
             ]
-            L += _metric_table(rl["gnn"], rl["flat"]) + [""]
+            L += [*_metric_table(rl["gnn"], rl["flat"]), ""]
     path = out_dir / "costmodel.md"
     path.write_text("\n".join(L) + "\n")
     return path

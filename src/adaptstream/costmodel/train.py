@@ -2,7 +2,8 @@
 
 Regression targets are log1p(y), standardised; a squared error on that scale is the paper's MSLE (up to a
 constant factor). Early stopping keeps the weights with the best validation median q-error (regression) or
-balanced accuracy (classification). A checkpoint holds weights, configs, the fitted FeatureStats and the target
+balanced accuracy (classification). A checkpoint holds weights, configs, the fitted FeatureStats and the
+target
 scaling, so a loaded model featurises new graphs exactly as in training.
 """
 
@@ -71,7 +72,7 @@ def canonical_metric(name: str) -> str:
     return key
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # data
 
 
@@ -156,7 +157,7 @@ def max_filter_chain(query: Any) -> int:
     return max(best.values(), default=0)
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # model wrapper
 
 
@@ -278,7 +279,7 @@ class TrainedModel:
         return cls(model, stats, cfg, ck["target_mu"], ck["target_sd"], ck.get("history", []))
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # training loop
 
 
@@ -329,7 +330,8 @@ def train_model(
     on_epoch: EpochCallback | None = None,
     init: TrainedModel | None = None,
 ) -> TrainedModel:
-    """Train one model for config.metric with early stopping; `init` continues from a trained model (fine-tuning)."""
+    """Train one model for config.metric with early stopping; `init` continues from a trained model
+    (fine-tuning)."""
     metric = canonical_metric(config.metric)
     config = replace(config, metric=metric)
     seed_everything(config.seed)

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from cm_handbuilt import HOSTS, join_query, linear_query
 
 from adaptstream.costmodel.features import (
     NUMERIC,
@@ -16,8 +17,6 @@ from adaptstream.costmodel.features import (
     topological_levels,
 )
 from adaptstream.errors import CostModelError
-
-from cm_handbuilt import HOSTS, join_query, linear_query
 
 PLACE_LIN = {"s": "edge", "f1": "edge", "f2": "fog", "a": "fog", "k": "cloud"}
 

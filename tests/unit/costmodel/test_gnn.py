@@ -9,14 +9,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from cm_handbuilt import HOSTS, join_query, linear_query
 
 from adaptstream.costmodel.features import FeatureStats, build_graph
 from adaptstream.costmodel.gnn import CostGNN, GNNConfig, collate, encode_graph
 
-from cm_handbuilt import HOSTS, join_query, linear_query
-
 # The source is alone on the edge host and no host carries both an operator downstream of the source and the
-# source itself, so the source's state can reach the sink only along the data flow, never through a shared host.
+# source itself, so the source's state can reach the sink only along the data flow, never through a shared
+# host.
 PLACE = {"s": "edge", "f1": "fog", "f2": "fog", "a": "cloud", "k": "cloud"}
 # s and f1 share the edge host (for the ops -> hosts -> ops test)
 PLACE_SHARED = {"s": "edge", "f1": "edge", "f2": "fog", "a": "cloud", "k": "cloud"}

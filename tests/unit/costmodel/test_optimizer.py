@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from cm_handbuilt import HOSTS, join_query, linear_query
 
 from adaptstream.costmodel.generate import placement_violations
 from adaptstream.costmodel.optimizer import PlacementOptimizer, parse_target
 from adaptstream.errors import CostModelError
 
-from cm_handbuilt import HOSTS, join_query, linear_query
-
 
 class FakeRulePredictor:
     """Fake: Lp = sum of host latencies of the operators; fails when the sink is on the edge host or when all
-    operators share one host (so the lowest-Lp candidate, everything on the cloud, is infeasible); backpressure
+    operators share one host (so the lowest-Lp candidate, everything on the cloud, is infeasible);
+    backpressure
     when the window aggregate runs on the edge host; throughput = number of distinct hosts used."""
 
     def __init__(self) -> None:

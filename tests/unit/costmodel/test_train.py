@@ -1,7 +1,8 @@
 """Tiny end-to-end train/predict run on simulated traces; checkpoints; ensembles; few-shot fine-tuning.
 
 Fixture: tests/fixtures/costmodel/train_sample.jsonl, 400 traces labelled by the SIMULATED testbed
-(``corpus.trace_for(seed=7, index=i)``). Regenerate with ``PYTHONPATH=src python tests/unit/costmodel/test_train.py``.
+(``corpus.trace_for(seed=7, index=i)``). Regenerate with ``PYTHONPATH=src python
+tests/unit/costmodel/test_train.py``.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ import hashlib
 import json
 import math
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -169,7 +170,7 @@ def build_corpus(
             rdd = spark.sparkContext.parallelize(todo, numSlices=len(todo))
             out_s = str(out)
             job = rdd.map(lambda b: generate_partition(out_s, seed, b[0], b[1], b[2], cfg))
-            for s in job.toLocalIterator():
+            for s in _collect_with_progress(job, out, todo):
                 summaries[s["part"]] = s
                 if progress:
                     progress(s, len(summaries), n_parts)
@@ -177,9 +178,36 @@ def build_corpus(
             if own:
                 spark.stop()
     elapsed = time.perf_counter() - t0
-    manifest = _manifest(seed, n_traces, n_parts, cfg, summaries, elapsed, len(todo), old)
+    manifest = _manifest(seed, n_traces, n_parts, cfg, summaries, elapsed, [b[0] for b in todo], old)
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
+
+
+def _collect_with_progress(job: Any, out: Path, todo: list) -> Iterator[dict[str, Any]]:
+    """Run the job (all partitions in parallel) in a thread; yield summaries as partition files appear."""
+    result: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            result["rows"] = job.collect()
+        except Exception as exc:  # re-raised on the caller's thread
+            result["error"] = exc
+
+    th = threading.Thread(target=run, daemon=True)
+    th.start()
+    pending = {b[0]: b for b in todo}
+    while pending:
+        th.join(timeout=2.0)
+        for part in [p for p in pending if _part_path(out, p).exists()]:
+            yield _summarise_file(_part_path(out, part), *pending.pop(part))
+        if not th.is_alive():
+            break
+    if "error" in result:
+        raise result["error"]
+    for row in result.get("rows", []):  # partitions that finished between the last poll and the end
+        if row["part"] in pending:
+            pending.pop(row["part"])
+            yield row
 
 
 def _read_manifest(out: Path) -> dict[str, Any] | None:
@@ -187,7 +215,7 @@ def _read_manifest(out: Path) -> dict[str, Any] | None:
     return json.loads(p.read_text()) if p.exists() else None
 
 
-def _manifest(seed, n_traces, n_parts, cfg, summaries, elapsed, n_new, old) -> dict[str, Any]:
+def _manifest(seed, n_traces, n_parts, cfg, summaries, elapsed, new_parts, old) -> dict[str, Any]:
     parts = [summaries[p] for p in sorted(summaries)]
     total = sum(s["n"] for s in parts)
     by_type: dict[str, int] = {}
@@ -195,17 +223,13 @@ def _manifest(seed, n_traces, n_parts, cfg, summaries, elapsed, n_new, old) -> d
         for k, v in s["by_type"].items():
             by_type[k] = by_type.get(k, 0) + v
     runs = list((old or {}).get("runs", []))
+    new_traces = sum(summaries[p]["n"] for p in new_parts)
     runs.append(
         {
-            "generated_partitions": n_new,
+            "generated_partitions": len(new_parts),
+            "generated_traces": new_traces,
             "seconds": round(elapsed, 1),
-            "traces_per_second": round(
-                sum(summaries[p]["n"] for p in summaries if summaries[p].get("seconds") is not None)
-                / elapsed,
-                1,
-            )
-            if elapsed > 0 and n_new
-            else None,
+            "traces_per_second": round(new_traces / elapsed, 1) if elapsed > 0 and new_traces else None,
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
     )

@@ -195,7 +195,7 @@ def evaluate(
     n_train: Annotated[int, typer.Option()] = 16000,
     n_aux_train: Annotated[int, typer.Option()] = 6000,
     main_seconds: Annotated[float, typer.Option()] = 40.0,
-    aux_seconds: Annotated[float, typer.Option()] = 20.0,
+    aux_seconds: Annotated[float, typer.Option()] = 18.0,
     exp2_queries: Annotated[int, typer.Option()] = 20,
     seed: Annotated[int, typer.Option()] = 0,
 ) -> None:

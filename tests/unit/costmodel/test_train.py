@@ -106,6 +106,19 @@ def test_few_shot_fine_tuning_adapts_to_a_shifted_distribution(data, lp_model) -
     assert np.median(q_errors(y, lp_model.predict(graphs))) == pytest.approx(before)
 
 
+@pytest.mark.gpu
+def test_cuda_training_and_cpu_reload_agree(tmp_path, data) -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    train, val, test = data
+    cfg = TrainConfig(metric="T", hidden=16, epochs=3, batch_size=64, device="cuda")
+    model = train_model(train, val, cfg)
+    assert model.device().type == "cuda"
+    model.save(tmp_path / "g.pt")
+    cpu = TrainedModel.load(tmp_path / "g.pt", device="cpu")
+    np.testing.assert_allclose(cpu.predict(test.graphs), model.predict(test.graphs), rtol=1e-4, atol=1e-4)
+
+
 def _regenerate() -> None:
     from adaptstream.costmodel.corpus import trace_for
     from adaptstream.costmodel.model import write_traces

@@ -188,7 +188,10 @@ def trace_from_dot(text: str, trace_id: str | None = None, origin: str = "real")
     """Build a Trace from DOT text; `origin` says where the sink's labels came from (artifact: "real")."""
     name, nodes, edges = parse_dot(text)
     kinds = {nid: _kind(nid, a) for nid, a in nodes.items()}
-    hosts, ops, placement, flow = [], [], {}, []
+    hosts: list[Host] = []
+    ops: list[Operator] = []
+    placement: dict[str, str] = {}
+    flow: list[tuple[str, str]] = []
     labels_raw: dict[str, Any] = {}
     for nid, attrs in nodes.items():
         if kinds[nid] == "host":

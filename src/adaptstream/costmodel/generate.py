@@ -236,14 +236,14 @@ def placement_violations(query: QueryGraph, hosts: Sequence[Host], placement: Ma
             problems.append(
                 f"rule 2: {a}@{ha}({rank[ha]}) -> {b}@{hb}({rank[hb]}) decreases the host category"
             )
-    if _host_graph_has_cycle(query, placement):
+    if _host_graph_has_cycle(query.edges, placement):
         problems.append("rule 3: data returns to a host it has already left")
     return problems
 
 
-def _host_graph_has_cycle(query: QueryGraph, placement: Mapping[str, str]) -> bool:
+def _host_graph_has_cycle(edges: Sequence[tuple[str, str]], placement: Mapping[str, str]) -> bool:
     succ: dict[str, set[str]] = {}
-    for a, b in query.edges:
+    for a, b in edges:
         ha, hb = placement[a], placement[b]
         if ha != hb:
             succ.setdefault(ha, set()).add(hb)
@@ -272,20 +272,11 @@ def _allowed_hosts(
             continue
         partial[op_id] = h.id
         sub = {k: v for k, v in partial.items()}
-        ok = not _host_graph_has_cycle(_restricted(query, sub), sub)
+        ok = not _host_graph_has_cycle([(a, b) for a, b in query.edges if a in sub and b in sub], sub)
         del partial[op_id]
         if ok:
             out.append(h.id)
     return out
-
-
-def _restricted(query: QueryGraph, placed: Mapping[str, str]) -> _EdgeView:
-    return _EdgeView(tuple((a, b) for a, b in query.edges if a in placed and b in placed))
-
-
-@dataclass(frozen=True)
-class _EdgeView:
-    edges: tuple[tuple[str, str], ...]
 
 
 def sample_placement(query: QueryGraph, hosts: Sequence[Host], rng: np.random.Generator) -> dict[str, str]:

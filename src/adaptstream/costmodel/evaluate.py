@@ -548,6 +548,7 @@ def run_evaluation(cfg: EvalConfig, log: Log = print) -> dict[str, Any]:
         "train_used": len(ctx.train),
         "val_used": len(ctx.val),
         "origins": sorted({str(m.get("origin")) for m in ctx.test.meta}),
+        "manifest": _manifest_note(cfg.corpus_dir, len(full_train) + len(val_traces) + len(test_traces)),
         "success_rate_test": float(np.nanmean(ctx.test.column("success"))),
         "backpressure_rate_test": float(np.nanmean(ctx.test.column("backpressure"))),
     }
@@ -569,6 +570,19 @@ def run_evaluation(cfg: EvalConfig, log: Log = print) -> dict[str, Any]:
 
     write_report(ctx.results, ctx.timings, asdict(cfg), machine_info(), Path(cfg.out_dir))
     return ctx.results
+
+
+def _manifest_note(corpus_dir: str, n_loaded: int) -> str:
+    path = Path(corpus_dir) / "manifest.json"
+    if not path.exists():
+        return (
+            f"no manifest.json: the corpus build was still running; used the {n_loaded} traces complete then"
+        )
+    try:
+        planned = json.loads(path.read_text()).get("n_traces")
+    except (OSError, ValueError):
+        planned = None
+    return f"manifest plans {planned} traces; {n_loaded} loaded"
 
 
 def _write_json(ctx: Context) -> None:

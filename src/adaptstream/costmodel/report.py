@@ -178,7 +178,7 @@ def write_report(
             f"{corpus.get('train_available')} train / "
             f"{corpus.get('val_available')} val / {corpus.get('test')} test traces available; "
             f"models trained on {corpus.get('train_used')} train traces (seeded subsample), validation on "
-            f"{corpus.get('val_used')}.",
+            f"{corpus.get('val_used')}. Corpus state: {corpus.get('manifest', 'n/a')}.",
             f"- test set: success rate {_f(100 * corpus.get('success_rate_test', float('nan')), 1)}%, "
             f"backpressure rate {_f(100 * corpus.get('backpressure_rate_test', float('nan')), 1)}% "
             "(simulated).",

@@ -1,0 +1,78 @@
+"""`adaptstream costmodel ...` data commands: build the simulated corpus, record real traces, import DOT."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from adaptstream.errors import AdaptstreamError
+
+app = typer.Typer(
+    help="Cost-model data: simulated trace corpus, real Structured Streaming traces, DOT import.",
+    no_args_is_help=True,
+)
+
+
+@app.command()
+def corpus(
+    out: Annotated[Path, typer.Option(help="corpus directory")] = Path("data/costmodel_corpus"),
+    n: Annotated[int, typer.Option(help="number of traces")] = 40_000,
+    seed: Annotated[int, typer.Option(help="corpus seed; trace i depends only on (seed, i)")] = 0,
+    master: Annotated[str, typer.Option(help="Spark master URL")] = "local[2]",
+    partitions: Annotated[int, typer.Option(help="partitions (0 = one per 500 traces)")] = 0,
+) -> None:
+    """Generate (or resume) a corpus of SIMULATED traces on Spark, printing each finished partition."""
+    from adaptstream.costmodel.corpus import build_corpus
+
+    t0 = time.time()
+
+    def show(s: dict, done: int, total: int) -> None:
+        typer.echo(f"[{time.time() - t0:7.1f}s] partition {s['part']} ({s['n']} traces) {done}/{total}")
+
+    try:
+        m = build_corpus(out, n, seed=seed, master=master, partitions=partitions or None, progress=show)
+    except AdaptstreamError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    summary = {k: v for k, v in m.items() if k not in ("parts", "sim_config")}
+    typer.echo(json.dumps(summary, indent=2))
+
+
+@app.command("record-real")
+def record_real_cmd(
+    out: Annotated[Path, typer.Option(help="JSON-lines output")] = Path("data/real_traces.jsonl"),
+    n: Annotated[int, typer.Option(help="number of queries")] = 20,
+    seed: Annotated[int, typer.Option()] = 0,
+    duration: Annotated[float, typer.Option(help="seconds per query")] = 24.0,
+    warmup: Annotated[float, typer.Option(help="seconds ignored at the start of each query")] = 6.0,
+) -> None:
+    """Run generated queries as Structured Streaming queries on this machine and record REAL traces."""
+    from adaptstream.costmodel.realtraces import record_real
+
+    try:
+        written = record_real(out, n=n, seed=seed, duration_s=duration, warmup_s=warmup)
+    except AdaptstreamError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"wrote {written} real traces to {out}")
+
+
+@app.command("import-dot")
+def import_dot(
+    files: Annotated[list[Path], typer.Argument(help="Costream-style .query DOT files")],
+    out: Annotated[Path, typer.Option(help="JSON-lines output")] = Path("data/imported_traces.jsonl"),
+) -> None:
+    """Convert DOT `.query` files (format reconstructed from the Costream paper) into trace JSON lines."""
+    from adaptstream.costmodel.dot import read_dot
+    from adaptstream.costmodel.model import write_traces
+
+    try:
+        n = write_traces(out, [read_dot(f) for f in files])
+    except AdaptstreamError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"wrote {n} traces to {out}")

@@ -1,0 +1,130 @@
+"""Tiny end-to-end train/predict run on simulated traces; checkpoints; ensembles; few-shot fine-tuning.
+
+Fixture: tests/fixtures/costmodel/train_sample.jsonl, 400 traces labelled by the SIMULATED testbed
+(``corpus.trace_for(seed=7, index=i)``). Regenerate with ``PYTHONPATH=src python
+tests/unit/costmodel/test_train.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from adaptstream.costmodel.ensemble import CostEnsembles, MetricEnsemble
+from adaptstream.costmodel.model import read_traces
+from adaptstream.costmodel.qerror import q_errors
+from adaptstream.costmodel.train import GraphDataset, TrainConfig, TrainedModel, fine_tune, train_model
+
+SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "costmodel" / "train_sample.jsonl"
+N_SAMPLE, SAMPLE_SEED = 400, 7
+
+
+@pytest.fixture(scope="module")
+def data() -> tuple[GraphDataset, GraphDataset, GraphDataset]:
+    torch.set_num_threads(1)
+    ds = GraphDataset.from_traces(read_traces(SAMPLE))
+    assert len(ds) == N_SAMPLE
+    assert {m["origin"] for m in ds.meta} == {"simulated"}
+    return ds.subset(range(300)), ds.subset(range(300, 350)), ds.subset(range(350, 400))
+
+
+@pytest.fixture(scope="module")
+def lp_model(data) -> TrainedModel:
+    train, val, _ = data
+    cfg = TrainConfig(metric="Lp", hidden=32, epochs=40, batch_size=64, patience=10, seed=0)
+    return train_model(train, val, cfg)
+
+
+def test_trained_gnn_beats_constant_predictor(data, lp_model) -> None:
+    train, _, test = data
+    tr, te = train.usable("proc_latency_ms"), test.usable("proc_latency_ms")
+    assert te.size >= 30
+    # the best constant under MSLE: the mean of log1p(y) on the training set
+    const = np.expm1(np.log1p(train.column("proc_latency_ms")[tr]).mean())
+    y = test.column("proc_latency_ms")[te]
+    pred = lp_model.predict([test.graphs[i] for i in te])
+    q_model, q_const = np.median(q_errors(y, pred)), np.median(q_errors(y, np.full_like(y, const)))
+    assert q_model < q_const, (q_model, q_const)
+    assert lp_model.history and lp_model.history[0]["epoch"] == 1
+
+
+def test_checkpoint_round_trip_predicts_identically(tmp_path, data, lp_model) -> None:
+    _, _, test = data
+    lp_model.save(tmp_path / "m.pt")
+    again = TrainedModel.load(tmp_path / "m.pt", device="cpu")
+    np.testing.assert_allclose(again.predict(test.graphs), lp_model.predict(test.graphs), rtol=1e-5)
+    assert again.stats.to_dict() == lp_model.stats.to_dict()  # feature statistics travel with the weights
+
+
+def test_classifier_trains_and_ensemble_votes(tmp_path, data) -> None:
+    train, val, test = data
+    members = [
+        train_model(train, val, TrainConfig(metric="success", hidden=16, epochs=3, batch_size=64, seed=s))
+        for s in (0, 1, 2)
+    ]
+    ens = MetricEnsemble(members)
+    per = ens.member_predictions(test.graphs)
+    assert per.shape == (3, len(test))
+    votes = ens.combine(per)
+    np.testing.assert_array_equal(votes, (per >= 0.5).sum(axis=0) >= 2)
+    both = CostEnsembles({"success": ens})
+    both.save(tmp_path / "ens")
+    loaded = CostEnsembles.load(tmp_path / "ens")
+    np.testing.assert_array_equal(loaded.predict_graphs(test.graphs)["success"], votes)
+
+
+def test_regression_ensemble_is_the_mean() -> None:
+    class Stub:  # minimal stand-in with a fixed output, only to exercise combine()
+        metric = "throughput"
+
+    ens = MetricEnsemble([Stub(), Stub(), Stub()])  # type: ignore[list-item]
+    np.testing.assert_allclose(ens.combine(np.array([[1.0, 4.0], [2.0, 5.0], [3.0, 9.0]])), [2.0, 6.0])
+
+
+def _shifted(ds: GraphDataset, factor: float) -> GraphDataset:
+    labels = ds.labels.copy()
+    labels[:, 2] *= factor  # column 2 = proc_latency_ms
+    return GraphDataset(ds.graphs, labels, ds.meta)
+
+
+def test_few_shot_fine_tuning_adapts_to_a_shifted_distribution(data, lp_model) -> None:
+    # a "new" workload whose latencies are 20x the training ones: the base model is off by about 20x
+    _, val, test = data
+    extra, target = _shifted(val, 20.0), _shifted(test, 20.0)
+    idx = target.usable("proc_latency_ms")
+    y = target.column("proc_latency_ms")[idx]
+    graphs = [target.graphs[i] for i in idx]
+    before = np.median(q_errors(y, lp_model.predict(graphs)))
+    tuned = fine_tune(lp_model, extra, epochs=30, lr=3e-3, seed=0)
+    after = np.median(q_errors(y, tuned.predict(graphs)))
+    assert before > 5.0
+    assert after < before / 2, (before, after)
+    assert tuned.model is not lp_model.model and tuned.stats is lp_model.stats  # base left untouched
+    assert np.median(q_errors(y, lp_model.predict(graphs))) == pytest.approx(before)
+
+
+@pytest.mark.gpu
+def test_cuda_training_and_cpu_reload_agree(tmp_path, data) -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    train, val, test = data
+    cfg = TrainConfig(metric="T", hidden=16, epochs=3, batch_size=64, device="cuda")
+    model = train_model(train, val, cfg)
+    assert model.device().type == "cuda"
+    model.save(tmp_path / "g.pt")
+    cpu = TrainedModel.load(tmp_path / "g.pt", device="cpu")
+    np.testing.assert_allclose(cpu.predict(test.graphs), model.predict(test.graphs), rtol=1e-4, atol=1e-4)
+
+
+def _regenerate() -> None:
+    from adaptstream.costmodel.corpus import trace_for
+    from adaptstream.costmodel.model import write_traces
+
+    write_traces(SAMPLE, (trace_for(SAMPLE_SEED, i) for i in range(N_SAMPLE)))
+
+
+if __name__ == "__main__":
+    _regenerate()

@@ -128,23 +128,18 @@ def demo(
 
 
 def _register_subapps() -> None:
-    """Families that ship a typer sub-app register here; a missing optional dependency only hides its commands."""
-    import importlib
+    """The policy families' own typer apps; `place` is also a top-level command, as the issue names it."""
+    from adaptstream.bench import app as bench_app
+    from adaptstream.costmodel import cli as costmodel_cli
+    from adaptstream.costmodel import cli_data as costmodel_data
+    from adaptstream.partitioning import cli as partitioning_cli
 
-    for module, name, help_text in [
-        ("adaptstream.bench", "bench", "Benchmarks that compare our policies with Spark's behaviour."),
-        ("adaptstream.partitioning.cli", "partitioning", "Skew-aware partitioners (Prompt, holistic)."),
-        ("adaptstream.costmodel.cli", "costmodel", "Costream cost model and placement."),
-    ]:
-        try:
-            mod = importlib.import_module(module)
-        except ImportError as e:
-            if e.name and e.name.startswith("adaptstream"):
-                continue
-            raise
-        app.add_typer(mod.app, name=name, help=help_text)
-        for cmd_name, fn in getattr(mod, "TOP_LEVEL_COMMANDS", {}).items():
-            app.command(cmd_name)(fn)
+    app.add_typer(bench_app, name="bench", help="Benchmarks: our policies and Spark's behaviour side by side.")
+    app.add_typer(partitioning_cli.app, name="partitioning", help="Skew-aware partitioners (Prompt, holistic).")
+    for command in costmodel_data.app.registered_commands:
+        costmodel_cli.app.registered_commands.append(command)
+    app.add_typer(costmodel_cli.app, name="costmodel", help="Costream cost model and operator placement.")
+    app.command("place", help="Choose an operator placement with the Costream cost model.")(costmodel_cli.place)
 
 
 _register_subapps()

@@ -54,3 +54,18 @@ def test_stream_equals_batch_oracle(spark, inputs, name: str) -> None:
             assert values == sorted(values, key=lambda v: (v is not None, v))
     if name == "LR1S":  # each report appears in every one of the 6 sliding windows that contain it
         assert len(result.batch_rows) % 6 == 0
+
+
+def test_adaptstream_files_source_equals_batch_oracle(spark, inputs, tmp_path) -> None:
+    """The same oracle through adaptstream's own source (files connector, 10 datasets per micro-batch)."""
+    w = WORKLOADS.get("CM2S")
+    src = inputs[w.generator]
+
+    def factory():
+        return (spark.readStream.format("adaptstream").schema(w.generator_class().spark_schema_ddl)
+                .option("connector", "files").option("path", src).option("maxDatasetsPerBatch", "10")
+                .option("metricsPath", str(tmp_path / "metrics")).option("statePath", str(tmp_path / "state"))
+                .load())
+
+    result = assert_stream_equals_batch(spark, w, src, factory)
+    assert len(result.batch_rows) > 0 and len(result.stream_batches) >= 4

@@ -18,3 +18,20 @@ def spark():
         yield session
     finally:
         session.stop()
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def pytest_collection_modifyitems(config, items):
+    """GPU tests run when a CUDA device is present and are skipped (with the reason) otherwise."""
+    if any("gpu" in item.keywords for item in items) and not _has_cuda():
+        skip = pytest.mark.skip(reason="no CUDA GPU on this machine")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip)

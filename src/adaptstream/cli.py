@@ -54,6 +54,17 @@ def _print_table(results) -> None:
     console.print(table)
 
 
+def _check_names(workload: str, admission: str, traffic: str) -> None:
+    """Resolve names before Spark starts, so a typo costs no start-up time."""
+    from adaptstream.admission import ADMISSION
+    from adaptstream.connectors.traffic import TRAFFIC
+    from adaptstream.workloads import WORKLOADS
+
+    WORKLOADS.get(workload)
+    ADMISSION.get(admission)
+    TRAFFIC.get(traffic)
+
+
 @app.command()
 def run(
     workload: Annotated[str, typer.Option(help="LR1S, LR1T, LR2S, CM1S, CM1T or CM2S")] = "LR1S",
@@ -74,6 +85,7 @@ def run(
     from adaptstream.metrics.plots import plot_timelines
     from adaptstream.runner import RunSpec
 
+    _check_names(workload, admission, traffic)
     if input and not drain:
         drain = True
         console.print("[yellow]--input implies --drain: the run stops once the input is exhausted[/]")
@@ -102,11 +114,13 @@ def demo(
     from adaptstream.report import write_comparison
     from adaptstream.runner import RunSpec
 
+    _check_names(workload, "lmstream", traffic)
     run_dir = run_dir or os.path.join("runs", f"demo-{time.strftime('%Y%m%d-%H%M%S')}")
     spark = _spark(master)
     results = []
     for admission in ("lmstream", "fixed"):
-        spec = RunSpec(workload=workload, admission=admission, traffic=traffic, rate=rate, duration=duration)
+        spec = RunSpec(workload=workload, admission=admission, traffic=traffic, rate=rate, duration=duration,
+                       warmup=5.0)
         results.append(_run_with_progress(spark, spec, os.path.join(run_dir, admission)))
     md = write_comparison(results, run_dir, f"adaptstream demo: {workload}, {traffic} traffic at {rate} rows/s")
     _print_table(results)
@@ -140,7 +154,7 @@ def main() -> None:
     try:
         app(standalone_mode=False)
     except AdaptstreamError as e:
-        console.print(f"[bold red]error:[/] {e}")
+        console.print(f"[bold red]error:[/] {e}", soft_wrap=True, highlight=False)
         sys.exit(2)
     except (typer.Abort, KeyboardInterrupt):
         console.print("[yellow]interrupted[/]")

@@ -16,6 +16,7 @@ class Registry(Generic[T]):
     def __init__(self, family: str) -> None:
         self.family = family
         self._items: dict[str, T] = {}
+        self._display: dict[str, str] = {}  # lower-case key -> the name as registered
 
     def register(self, name: str) -> Callable[[T], T]:
         def deco(obj: T) -> T:
@@ -24,6 +25,7 @@ class Registry(Generic[T]):
                 msg = f"{self.family} {name!r} is registered twice"
                 raise ValueError(msg)
             self._items[key] = obj
+            self._display[key] = name
             return obj
 
         return deco
@@ -31,13 +33,13 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         key = str(name).strip().lower()
         if key not in self._items:
-            choices = ", ".join(sorted(self._items))
+            choices = ", ".join(self.names())
             msg = f"unknown {self.family} {name!r}; valid choices: {choices}"
             raise UnknownNameError(msg)
         return self._items[key]
 
     def names(self) -> list[str]:
-        return sorted(self._items)
+        return sorted(self._display.values())
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and name.lower() in self._items

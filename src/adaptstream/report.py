@@ -9,16 +9,22 @@ from collections.abc import Sequence
 from adaptstream.metrics.plots import plot_timelines
 from adaptstream.runner import RunResult
 
-COLUMNS = [
-    ("avg latency (s)", "avg_latency", "{:.2f}"),
-    ("p99 latency (s)", "p99_latency", "{:.2f}"),
-    ("max latency (s)", "max_latency", "{:.2f}"),
-    ("batches MaxLat<=slide", "within_slide", "{:.0%}"),
-    ("throughput (rows/s proc)", "throughput", "{:.0f}"),
+COLUMNS = [  # header (short enough for an 80-column terminal), summary field, format
+    ("avg lat s", "avg_latency", "{:.2f}"),
+    ("p99 s", "p99_latency", "{:.2f}"),
+    ("max s", "max_latency", "{:.2f}"),
+    ("<=slide", "within_slide", "{:.0%}"),
+    ("rows/s", "throughput", "{:.0f}"),
     ("batches", "batches", "{:d}"),
-    ("rows/batch", "avg_batch_rows", "{:.0f}"),
-    ("datasets", "datasets", "{:d}"),
+    ("rows/b", "avg_batch_rows", "{:.0f}"),
+    ("sets", "datasets", "{:d}"),
 ]
+
+
+LEGEND = ("avg lat / p99 / max: dataset latency (arrival to batch completion), seconds; <=slide: share of batches "
+          "with MaxLat <= the window slide (sliding windows); rows/s: AvgThPut, rows per second of processing time "
+          "(LMStream Eq. 4); rows/b: rows per micro-batch; sets: datasets counted; unfinished: datasets whose batch "
+          "had not completed when the run gave up waiting.")
 
 
 def _fmt(fmt: str, v) -> str:
@@ -41,6 +47,7 @@ def markdown_table(results: Sequence[RunResult]) -> str:
     head = ["workload", "policy"] + [c for c, _, _ in COLUMNS] + ["unfinished"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(row) + " |" for row in comparison_rows(results)]
+    lines += ["", LEGEND]
     return "\n".join(lines)
 
 

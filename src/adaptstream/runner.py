@@ -35,6 +35,7 @@ class RunSpec:
     num_blocks: int = 2
     partitioner_params: str = ""
     finish_timeout: float = 300.0  # how long to wait for the backlog after the input ended
+    warmup: float = 0.0  # seconds of first arrivals left out of the summary (raw metrics keep everything)
 
     def label(self) -> str:
         return f"{self.workload}-{self.admission}"
@@ -157,7 +158,7 @@ def run_workload(spark, spec: RunSpec, run_dir: str, on_progress: Callable[[dict
     finally:
         query.stop()
     wall = time.time() - t0
-    result = RunResult(spec, run_dir, summarize(metrics_dir, workload.lmstream_slide or None),
+    result = RunResult(spec, run_dir, summarize(metrics_dir, workload.lmstream_slide or None, spec.warmup),
                        workload.lmstream_slide, unfinished, wall)
     with open(os.path.join(run_dir, "summary.json"), "w") as f:
         json.dump({**result.summary.as_dict(), "unfinished": unfinished, "wall_seconds": wall,

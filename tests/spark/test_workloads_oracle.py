@@ -1,7 +1,8 @@
 """Every LMStream workload: the streaming result (append mode, several micro-batches) equals its batch SQL oracle.
 
 Input: a few dozen one-second datasets written by the workload's generator plus the end-of-stream sentinel,
-streamed through Spark's built-in file source several files per micro-batch.
+streamed through ``format("adaptstream")`` (files connector, at most 10 datasets per micro-batch, admission
+asap): the source's delivery and the query's semantics are checked together against the batch SQL oracle.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import pytest
 
 from adaptstream.workloads import WORKLOADS, LinearRoadGeneratorConfig, build_generator, write_dataset, write_run
 from adaptstream.workloads.io import dataset_file_name
-from adaptstream.workloads.oracle import assert_stream_equals_batch, file_stream_factory
+from adaptstream.workloads.oracle import assert_stream_equals_batch
 
 pytestmark = pytest.mark.spark
 
@@ -40,11 +41,23 @@ def inputs(tmp_path_factory) -> dict[str, str]:
     return {g: _write_input(tmp_path_factory.mktemp(g), g) for g in INPUTS}
 
 
+def adaptstream_factory(spark, workload, input_dir: str, metrics_dir: str, admission: str = "asap"):
+    ddl = workload.generator_class().spark_schema_ddl
+
+    def make():
+        return (spark.readStream.format("adaptstream").schema(ddl).option("path", input_dir)
+                .option("admission", admission).option("slide", str(workload.lmstream_slide))
+                .option("maxDatasetsPerBatch", "10").option("metricsPath", metrics_dir).load())
+
+    return make
+
+
 @pytest.mark.parametrize("name", ["LR1S", "LR1T", "LR2S", "CM1S", "CM1T", "CM2S"])
-def test_stream_equals_batch_oracle(spark, inputs, name: str) -> None:
+def test_stream_equals_batch_oracle(spark, inputs, tmp_path, name: str) -> None:
     w = WORKLOADS.get(name)
     src = inputs[w.generator]
-    result = assert_stream_equals_batch(spark, w, src, file_stream_factory(spark, w, src, max_files_per_trigger=10))
+    factory = adaptstream_factory(spark, w, src, str(tmp_path / "metrics"))
+    result = assert_stream_equals_batch(spark, w, src, factory)
     assert len(result.batch_rows) > 0, "the oracle must have something to compare"
     assert len(result.stream_batches) >= 4  # several micro-batches, not one
     if name.startswith("CM1"):  # ORDER BY SUM(cpu) holds within every micro-batch's output

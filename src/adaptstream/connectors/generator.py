@@ -73,6 +73,7 @@ class DatasetWriter:
             self.finished.set()
 
     def start_thread(self) -> threading.Thread:
+        self.start = self.clock() - self.next_second  # pace from now: the query is ready to take data
         t = threading.Thread(target=self.run, name="adaptstream-generator", daemon=True)
         t.start()
         return t
@@ -87,9 +88,13 @@ class GeneratorConnector(FilesConnector):
         self.writer = writer
         super().__init__(manifest, writer.out_dir, drain, sentinel_path,
                          finished=lambda: writer.finished.is_set() and writer.error is None)
-        self._thread = writer.start_thread()
+        self._thread: threading.Thread | None = None
 
     def poll(self) -> list[DatasetRef]:
+        # Spark's first poll comes after its start-up batch 0: only then does generated traffic begin, so the
+        # engine's warm-up is not counted as buffering time.
+        if self._thread is None:
+            self._thread = self.writer.start_thread()
         if self.writer.error is not None:
             from adaptstream.errors import ConnectorError
 

@@ -61,8 +61,13 @@ class RunSummary:
         return asdict(self)
 
 
-def summarize(metrics_dir: str, slide: float | None = None) -> RunSummary:
+def summarize(metrics_dir: str, slide: float | None = None, warmup: float = 0.0) -> RunSummary:
+    """``warmup``: leave out datasets that arrived in the first seconds (and batches holding only those)."""
     ds, bs = load_datasets(metrics_dir), load_batches(metrics_dir)
+    if warmup > 0 and not ds.empty:
+        ds = ds[ds["arrival"] >= ds["arrival"].min() + warmup].reset_index(drop=True)
+        if not bs.empty:
+            bs = bs[bs["end"] > (ds["seq"].min() if len(ds) else float("inf"))].reset_index(drop=True)
     if ds.empty or bs.empty:
         nan = float("nan")
         return RunSummary(0, 0, 0, nan, nan, nan, nan, nan, nan, None, nan, nan, nan, count_quarantined(metrics_dir))

@@ -29,7 +29,7 @@ def test_table_iii_parameters(name: str) -> None:
 
 
 def test_unknown_workload_lists_choices() -> None:
-    with pytest.raises(UnknownNameError, match="lr1s"):
+    with pytest.raises(UnknownNameError, match="LR1S, LR1T, LR2S"):
         WORKLOADS.get("LR9")
 
 

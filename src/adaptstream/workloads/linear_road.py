@@ -246,8 +246,8 @@ class LinearRoadGenerator(DatasetGenerator):
         out["Time"][:] = second
         out["VID"][:n_rep] = cars["vid"]
         out["VID"][n_rep:] = req["vid"]
-        for f, k in (("Spd", "spd"), ("XWay", "xway"), ("Lane", "lane"), ("Dir", "dir"), ("Pos", "pos")):
-            out[f][:n_rep] = cars[k]
+        for f, key in (("Spd", "spd"), ("XWay", "xway"), ("Lane", "lane"), ("Dir", "dir"), ("Pos", "pos")):
+            out[f][:n_rep] = cars[key]
         out["Seg"][:n_rep] = seg
         out["QID"][n_rep:] = req["qid"]
         k = req["kind"]

@@ -17,7 +17,7 @@ function would show up as a mismatch.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from adaptstream.workloads.base import WORKLOADS, Workload
 
@@ -212,10 +212,10 @@ class JobCpuWorkload(_LMStreamWorkload):
         return ("window_start", "window_end", "jobId", "avgCpu")
 
 
-_LR = {"generator": "linear_road", "event_time_column": "Time",
+_LR: dict[str, Any] = {"generator": "linear_road", "event_time_column": "Time",
        "event_time_expr": f"timestamp_seconds(CAST(Time AS BIGINT) + {RUN_EPOCH_S})",
        "data_predicate": LR_DATA, "time_unit_per_s": 1}
-_CM = {"generator": "task_events", "event_time_column": "timestamp",
+_CM: dict[str, Any] = {"generator": "task_events", "event_time_column": "timestamp",
        "event_time_expr": f"timestamp_micros(`timestamp` + {RUN_EPOCH_S * 1_000_000})",
        "data_predicate": CM_DATA,
        "time_unit_per_s": 1_000_000}

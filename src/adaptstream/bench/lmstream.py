@@ -47,6 +47,10 @@ def _machine_line() -> str:
     return f"{platform.node()} — {os.cpu_count()} cores, {platform.platform()}, Python {platform.python_version()}"
 
 
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
 def _write_report(out: str, title: str, matrix: list[RunResult], rate_rows: list[dict], notes: list[str]) -> str:
     from adaptstream.metrics.plots import plot_bars, plot_timelines
     from adaptstream.report import markdown_table, ratios
@@ -100,6 +104,13 @@ def _write_report(out: str, title: str, matrix: list[RunResult], rate_rows: list
     return path
 
 
+def _load_note(loads: list[float]) -> list[str]:
+    if not loads:
+        return []
+    return ["", f"1-minute load average during the runs: mean {np.mean(loads):.1f}, max {max(loads):.1f} on "
+            f"{os.cpu_count()} cores (other work shared the machine when this is above the core count)."]
+
+
 def lmstream_command(
     workloads: Annotated[str, typer.Option(help="comma-separated Table III queries")] = ",".join(ALL_WORKLOADS),
     traffics: Annotated[str, typer.Option(help="comma-separated: constant, random")] = "constant,random",
@@ -125,6 +136,7 @@ def lmstream_command(
              "are left out of the statistics (the first data batch pays query code generation); the raw per-dataset "
              "metrics in the run directories keep them."]
     matrix: list[RunResult] = []
+    loads: list[float] = []
     rate_rows: list[dict] = []
     wl_list = [w for w in workloads.split(",") if w]
     tr_list = [t for t in traffics.split(",") if t]
@@ -137,11 +149,13 @@ def lmstream_command(
                 spec = RunSpec(workload=wl, admission=pol, traffic=traffic, rate=rate, duration=duration, seed=1,
                                warmup=WARMUP)
                 console.print(f"[{n}/{total}] {wl} {pol} {traffic} ...")
+                load0 = _load()
                 res = run_workload(spark, spec, os.path.join(runs_dir, traffic, wl, pol))
+                loads.append((load0 + _load()) / 2)
                 console.print(f"    avg latency {res.summary.avg_latency:.2f}s, max {res.summary.max_latency:.2f}s,"
                               f" batches {res.summary.batches}, unfinished {res.unfinished}")
                 matrix.append(res)
-                _write_report(out, title, matrix, rate_rows, notes)
+                _write_report(out, title, matrix, rate_rows, notes + _load_note(loads))
     if rate_workload:
         for pol in POLICIES:
             for r in [int(x) for x in rates.split(",") if x]:
@@ -153,9 +167,9 @@ def lmstream_command(
                        "max_latency": res.summary.max_latency, "slope": latency_slope(res),
                        "unfinished": res.unfinished, "bounded": bounded(res)}
                 rate_rows.append(row)
-                _write_report(out, title, matrix, rate_rows, notes)
+                _write_report(out, title, matrix, rate_rows, notes + _load_note(loads))
                 if not row["bounded"]:
                     break  # higher rates will not be bounded either
-    console.print(f"report: {_write_report(out, title, matrix, rate_rows, notes)}")
+    console.print(f"report: {_write_report(out, title, matrix, rate_rows, notes + _load_note(loads))}")
 
 

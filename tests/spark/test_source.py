@@ -7,6 +7,7 @@ import os
 import time
 
 import pytest
+from pyspark.sql import functions as F
 
 pytestmark = pytest.mark.spark
 
@@ -130,3 +131,22 @@ def test_generator_connector_restart_replays_exactly(spark, tmp_path):
     # the resumed generator wrote what an uninterrupted one would have
     write_run(GENERATORS.get("linear_road")(seed=5).build(), None, str(tmp_path / "ref"), [50] * 12)
     assert streamed == _rows(spark.read.schema(ddl).csv(str(tmp_path / "ref")))
+
+
+def test_timestamp_column_through_source(spark, tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    _write(str(src / "a.csv"), ["a,2024-01-01 00:00:05", "b,2024-01-01 00:00:35"])
+    got: list = []
+    q = (spark.readStream.format("adaptstream").schema("k STRING, ts TIMESTAMP").option("path", str(src)).load()
+         .groupBy(F.window("ts", "30 seconds")).count()
+         .writeStream.outputMode("complete").foreachBatch(lambda df, _i: got.extend(df.collect()))
+         .option("checkpointLocation", str(tmp_path / "ck")).start())
+    try:
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    batch = spark.read.schema("k STRING, ts TIMESTAMP").csv(str(src))
+    expected = sorted((r[0][0], r[1]) for r in batch.groupBy(
+        F.window("ts", "30 seconds")).count().collect())
+    assert sorted((r[0][0], r[1]) for r in got) == expected == sorted(expected) and len(expected) == 2

@@ -116,3 +116,11 @@ def test_source_options_validation(tmp_path):
         SourceOptions.parse({"connector": "kafka"})
     with pytest.raises(ConfigError, match="duration"):
         SourceOptions.parse({"path": str(tmp_path), "slide": "soon"})
+
+
+def test_csv_timestamps_naive_as_utc_offsets_kept_bad_quarantined():
+    schema = pa.schema([("k", pa.string()), ("ts", pa.timestamp("us", tz="UTC"))])
+    res = parse_csv(b"a,2024-01-01 00:00:05\nb,2024-01-01T01:00:06+01:00\nc,notatime\n", schema)
+    assert [r["ts"].isoformat() for r in res.table.to_pylist()] == ["2024-01-01T00:00:05+00:00",
+                                                                   "2024-01-01T00:00:06+00:00"]
+    assert [b["line"] for b in res.bad] == [3]

@@ -44,7 +44,7 @@ def _csv_opts(schema: pa.Schema, header: bool, delimiter: str, types: dict | Non
     read = pcsv.ReadOptions(column_names=None if header else schema.names, autogenerate_column_names=False)
     if header:
         read = pcsv.ReadOptions(skip_rows=1, column_names=schema.names)
-    conv = pcsv.ConvertOptions(column_types=types or {f.name: f.type for f in schema}, strings_can_be_null=True,
+    conv = pcsv.ConvertOptions(column_types=types or {f.name: _naive(f.type) for f in schema}, strings_can_be_null=True,
                                quoted_strings_can_be_null=False)
     return read, conv
 
@@ -79,6 +79,26 @@ def parse_csv(data: bytes, schema: pa.Schema, header: bool = False, delimiter: s
     return ParseResult(table, bad + more_bad)
 
 
+def _naive(t: pa.DataType) -> pa.DataType:
+    """Timestamps without an offset are read as UTC (Spark's session time zone here), as Spark's CSV reader does."""
+    return pa.timestamp(t.unit) if pa.types.is_timestamp(t) and t.tz else t
+
+
+def _cast(values: pa.Array | pa.ChunkedArray, t: pa.DataType) -> pa.Array | pa.ChunkedArray:
+    try:
+        return pc.cast(values, t)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        if _naive(t) is t:
+            raise
+    try:
+        return pc.cast(pc.cast(values, _naive(t)), t)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        if len(values) <= 1:
+            raise
+    # a column mixing offset and naive timestamps: value by value
+    return pa.concat_arrays([_cast(pa.array([v], pa.string()), t) for v in values.to_pylist()])
+
+
 def _cast_rows(text: pa.Table, schema: pa.Schema, line_nos: list[int], lines: list[str]) -> tuple[pa.Table, list[dict]]:
     """Cast a text table to ``schema``; rows whose values do not fit become quarantine records."""
     ok = [True] * text.num_rows
@@ -86,7 +106,7 @@ def _cast_rows(text: pa.Table, schema: pa.Schema, line_nos: list[int], lines: li
     for f in schema:
         col = text.column(f.name)
         try:
-            pc.cast(col, f.type)
+            _cast(col, f.type)
             continue
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass
@@ -94,12 +114,13 @@ def _cast_rows(text: pa.Table, schema: pa.Schema, line_nos: list[int], lines: li
             if v is None or not ok[r]:
                 continue
             try:
-                pc.cast(pa.array([v], pa.string()), f.type)
+                _cast(pa.array([v], pa.string()), f.type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 ok[r] = False
                 reasons[r] = f"column {f.name}: {v!r} is not {f.type}"
     mask = pa.array(ok)
-    table = text.filter(mask).cast(schema)
+    kept = text.filter(mask)
+    table = pa.table({f.name: _cast(kept.column(f.name), f.type) for f in schema}, schema=schema)
     bad = [{"line": line_nos[r], "raw": lines[line_nos[r] - 1], "reason": reasons[r]} for r in sorted(reasons)]
     return table, bad
 

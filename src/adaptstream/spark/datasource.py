@@ -59,7 +59,7 @@ class _Planned:
 def arrow_schema(schema: StructType) -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    return to_arrow_schema(schema)
+    return to_arrow_schema(schema, timezone="UTC")
 
 
 def build_connector(opts: SourceOptions, manifest: Manifest) -> Connector:
@@ -194,6 +194,9 @@ class AdaptstreamStreamReader(DataSourceStreamReader):
             return start
         end = s + len(pending_refs)
         self._admissions[end] = (now, est)
+        release = getattr(self.partitioner, "release", None)
+        if release is not None:  # Prompt's early batch release: plan from the statistics gathered while buffering
+            release(self.opts.num_blocks)
         return {"seq": end}
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:

@@ -114,6 +114,7 @@ def _load_note(loads: list[float]) -> list[str]:
 def lmstream_command(
     workloads: Annotated[str, typer.Option(help="comma-separated Table III queries")] = ",".join(ALL_WORKLOADS),
     traffics: Annotated[str, typer.Option(help="comma-separated: constant, random")] = "constant,random",
+    random_workloads: Annotated[str, typer.Option(help="queries run under random traffic ('' = all)")] = "LR1S,LR1T",
     rate: int = 1000,
     duration: Annotated[float, typer.Option(help="seconds of input per run")] = 40.0,
     rate_workload: Annotated[str, typer.Option(help="query for the bounded-rate search ('' to skip)")] = "LR2S",
@@ -140,22 +141,23 @@ def lmstream_command(
     rate_rows: list[dict] = []
     wl_list = [w for w in workloads.split(",") if w]
     tr_list = [t for t in traffics.split(",") if t]
-    total = len(wl_list) * len(tr_list) * len(POLICIES)
+    rnd_list = [w for w in random_workloads.split(",") if w] or wl_list
+    plan = [(t, w) for t in tr_list for w in (rnd_list if t == "random" else wl_list)]
+    total = len(plan) * len(POLICIES)
     n = 0
-    for traffic in tr_list:
-        for wl in wl_list:
-            for pol in POLICIES:
-                n += 1
-                spec = RunSpec(workload=wl, admission=pol, traffic=traffic, rate=rate, duration=duration, seed=1,
-                               warmup=WARMUP)
-                console.print(f"[{n}/{total}] {wl} {pol} {traffic} ...")
-                load0 = _load()
-                res = run_workload(spark, spec, os.path.join(runs_dir, traffic, wl, pol))
-                loads.append((load0 + _load()) / 2)
-                console.print(f"    avg latency {res.summary.avg_latency:.2f}s, max {res.summary.max_latency:.2f}s,"
-                              f" batches {res.summary.batches}, unfinished {res.unfinished}")
-                matrix.append(res)
-                _write_report(out, title, matrix, rate_rows, notes + _load_note(loads))
+    for traffic, wl in plan:
+        for pol in POLICIES:
+            n += 1
+            spec = RunSpec(workload=wl, admission=pol, traffic=traffic, rate=rate, duration=duration, seed=1,
+                           warmup=WARMUP)
+            console.print(f"[{n}/{total}] {wl} {pol} {traffic} ...")
+            load0 = _load()
+            res = run_workload(spark, spec, os.path.join(runs_dir, traffic, wl, pol))
+            loads.append((load0 + _load()) / 2)
+            console.print(f"    avg latency {res.summary.avg_latency:.2f}s, max {res.summary.max_latency:.2f}s,"
+                          f" batches {res.summary.batches}, unfinished {res.unfinished}")
+            matrix.append(res)
+            _write_report(out, title, matrix, rate_rows, notes + _load_note(loads))
     if rate_workload:
         for pol in POLICIES:
             for r in [int(x) for x in rates.split(",") if x]:

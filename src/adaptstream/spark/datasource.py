@@ -204,7 +204,9 @@ class AdaptstreamStreamReader(DataSourceStreamReader):
         s, e = int(start["seq"]), int(end["seq"])
         t0 = time.time()
         refs = self.manifest.slice(s, e)
-        admitted_at, est = self._admissions.pop(e, (t0, None))  # a replay after restart was never admitted here
+        # .get, not .pop: a query that reads the source twice (a self-join) plans the same range twice.
+        # A replay after a restart was never admitted by this process: its admission time is now.
+        admitted_at, est = self._admissions.get(e, (t0, None))
         records, tables = [], []
         for ref in refs:
             res = self._parse(ref)
@@ -240,6 +242,7 @@ class AdaptstreamStreamReader(DataSourceStreamReader):
         if p is None or p.end != start:
             return
         self._inflight = None
+        self._admissions = {k: v for k, v in self._admissions.items() if k > p.end}
         for r in p.records:
             r.batch, r.completed_at = self._batches, now
         data = [r for r in p.records if not r.sentinel]

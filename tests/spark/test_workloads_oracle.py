@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import pytest
 
+from adaptstream.metrics.summary import load_batches
 from adaptstream.workloads import WORKLOADS, LinearRoadGeneratorConfig, build_generator, write_dataset, write_run
 from adaptstream.workloads.io import dataset_file_name
-from adaptstream.workloads.oracle import assert_stream_equals_batch, file_stream_factory
+from adaptstream.workloads.oracle import assert_stream_equals_batch, file_stream_factory, read_static
 
 pytestmark = pytest.mark.spark
 
@@ -67,6 +68,10 @@ def test_stream_equals_batch_oracle(spark, inputs, tmp_path, name: str) -> None:
             assert values == sorted(values, key=lambda v: (v is not None, v))
     if name == "LR1S":  # each report appears in every one of the 6 sliding windows that contain it
         assert len(result.batch_rows) % 6 == 0
+    # the source planned each range (twice for the self-joins) after admitting it, and accounted every dataset
+    batches = load_batches(str(tmp_path / "metrics"))
+    assert (batches["planned_at"] > batches["admitted_at"]).all()
+    assert batches["rows"].sum() == len(read_static(spark, w, src).collect())
 
 
 @pytest.mark.parametrize("name", ["LR2S", "CM2S"])

@@ -70,7 +70,7 @@ class EvalConfig:
     out_dir: str = "docs/results"
     models_dir: str = "runs/costmodel_models"
     real_traces: str = "tests/fixtures/costmodel/real_traces.jsonl"
-    n_train: int = 12000
+    n_train: int = 16000
     n_aux_train: int = 4000
     members: int = 3
     hidden: int = 64
@@ -79,7 +79,7 @@ class EvalConfig:
     patience: int = 5
     main_seconds: float = 45.0
     aux_seconds: float = 15.0
-    exp2_queries: int = 15
+    exp2_queries: int = 20
     exp2_candidates: int = 30
     exp2_oracle: bool = True
     exp3_traces: int = 200

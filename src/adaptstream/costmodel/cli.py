@@ -192,11 +192,11 @@ def evaluate(
     out: Annotated[Path, typer.Option(help="report directory")] = Path("docs/results"),
     models: Annotated[Path, typer.Option(help="where the trained models are written")] = MODELS,
     experiments: Annotated[str, typer.Option(help="comma-separated")] = "exp1,exp2,exp3,exp4,exp5,exp7,real",
-    n_train: Annotated[int, typer.Option()] = 12000,
+    n_train: Annotated[int, typer.Option()] = 16000,
     n_aux_train: Annotated[int, typer.Option()] = 4000,
     main_seconds: Annotated[float, typer.Option()] = 45.0,
     aux_seconds: Annotated[float, typer.Option()] = 15.0,
-    exp2_queries: Annotated[int, typer.Option()] = 15,
+    exp2_queries: Annotated[int, typer.Option()] = 20,
     seed: Annotated[int, typer.Option()] = 0,
 ) -> None:
     """Run Costream's experiments (Exp. 1, 2, 3/4, 5, 7, real traces); writes docs/results/costmodel.md."""

@@ -70,7 +70,7 @@ class EvalConfig:
     out_dir: str = "docs/results"
     models_dir: str = "runs/costmodel_models"
     real_traces: str = "tests/fixtures/costmodel/real_traces.jsonl"
-    n_train: int = 12000
+    n_train: int = 16000
     n_aux_train: int = 4000
     members: int = 3
     hidden: int = 64
@@ -79,7 +79,7 @@ class EvalConfig:
     patience: int = 5
     main_seconds: float = 45.0
     aux_seconds: float = 15.0
-    exp2_queries: int = 15
+    exp2_queries: int = 20
     exp2_candidates: int = 30
     exp2_oracle: bool = True
     exp3_traces: int = 200
@@ -558,17 +558,22 @@ def run_evaluation(cfg: EvalConfig, log: Log = print) -> dict[str, Any]:
     todo = list(cfg.experiments)
     if needs_main & set(todo) and "exp1" not in todo:
         todo.insert(0, "exp1")
-    for name in todo:
-        t1 = time.perf_counter()
-        EXPERIMENTS[name](ctx)
-        ctx.timings[name] = time.perf_counter() - t1
-        log(f"[{name}] done in {ctx.timings[name]:.0f}s")
-        _write_json(ctx)
-    ctx.timings["total"] = time.perf_counter() - t0
-    _write_json(ctx)
     from adaptstream.costmodel.report import write_report
 
-    write_report(ctx.results, ctx.timings, asdict(cfg), machine_info(), Path(cfg.out_dir))
+    for name in todo:
+        t1 = time.perf_counter()
+        try:
+            EXPERIMENTS[name](ctx)
+        except Exception as exc:  # keep the other experiments' figures; the report names the failure
+            if name == "exp1":
+                raise
+            ctx.results.setdefault("errors", {})[name] = f"{type(exc).__name__}: {exc}"
+            log(f"[{name}] FAILED: {exc}")
+        ctx.timings[name] = time.perf_counter() - t1
+        ctx.timings["total"] = time.perf_counter() - t0
+        log(f"[{name}] done in {ctx.timings[name]:.0f}s")
+        _write_json(ctx)
+        write_report(ctx.results, ctx.timings, asdict(cfg), machine_info(), Path(cfg.out_dir))
     return ctx.results
 
 

@@ -411,6 +411,10 @@ def write_report(
                 "",
             ]
             L += [*_metric_table(rl["gnn"], rl["flat"]), ""]
+    errors = results.get("errors")
+    if errors:
+        L += ["## Experiments that failed in this run", ""]
+        L += [f"- {k}: {v}" for k, v in errors.items()] + [""]
     path = out_dir / "costmodel.md"
     path.write_text("\n".join(L) + "\n")
     return path

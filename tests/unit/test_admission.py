@@ -55,7 +55,7 @@ def test_fixed_rejects_non_positive_trigger():
 
 
 def test_lmstream_eq6_estimate_and_sliding_rule():
-    p = build_admission("lmstream", slide=5.0, margin=0.0)
+    p = build_admission("lmstream", slide=5.0, margin=0.0, warmup_batches=0)
     assert p.admit(1.0, [_ds(0, 1.0)])  # nothing learned yet: admit
     p.on_batch_complete(BatchOutcome(rows=1000, admitted_at=1.0, completed_at=1.5, max_latency=0.5))
     assert p.avg_throughput == pytest.approx(2000.0)  # Eq. 4
@@ -67,7 +67,7 @@ def test_lmstream_eq6_estimate_and_sliding_rule():
 
 
 def test_lmstream_tumbling_targets_the_mean_of_past_max_latency():
-    p = build_admission("lmstream", slide=0.0, margin=0.0)
+    p = build_admission("lmstream", slide=0.0, margin=0.0, warmup_batches=0)
     p.on_batch_complete(BatchOutcome(rows=1000, admitted_at=0.0, completed_at=1.0, max_latency=2.0))
     p.on_batch_complete(BatchOutcome(rows=1000, admitted_at=2.0, completed_at=3.0, max_latency=4.0))
     assert p.target == pytest.approx(3.0)
@@ -76,7 +76,7 @@ def test_lmstream_tumbling_targets_the_mean_of_past_max_latency():
 
 
 def test_lmstream_auto_margin_learns_from_underestimates():
-    p = build_admission("lmstream", slide=5.0, margin="auto", poll_interval=0.0)
+    p = build_admission("lmstream", slide=5.0, margin="auto", poll_interval=0.0, warmup_batches=0)
     p.on_batch_complete(BatchOutcome(rows=1000, admitted_at=0.0, completed_at=1.0, max_latency=1.0))
     assert p.margin() == 0.0
     assert p.admit(10.0, [_ds(0, 5.5, 1000)])  # 4.5 + 0.5 >= 5
@@ -87,7 +87,7 @@ def test_lmstream_auto_margin_learns_from_underestimates():
 @pytest.mark.parametrize("bad", [-1.0])
 def test_lmstream_rejects_negative_slide(bad):
     with pytest.raises(ConfigError):
-        build_admission("lmstream", slide=bad)
+        build_admission("lmstream", slide=bad, warmup_batches=0)
 
 
 def test_golden_replays_match():
@@ -104,9 +104,47 @@ def test_golden_replays_match():
 def test_replay_shapes_match_the_paper_claims():
     """Sliding: lmstream bounds MaxLat near the slide; fixed(10 s) exceeds a 5 s slide every batch."""
     rows = [1000] * 60
-    lm = replay(build_admission("lmstream", slide=5.0), rows)
+    lm = replay(build_admission("lmstream", slide=5.0, warmup_batches=0), rows)
     fx = replay(build_admission("fixed", trigger=10.0), rows)
     assert sum(b.max_latency <= 5.0 for b in lm) / len(lm) >= 0.9
     assert all(b.max_latency > 5.0 for b in fx)
     assert sum(b.rows for b in lm) == sum(b.rows for b in fx) == 60_000
     assert [asdict(b) for b in lm] != [asdict(b) for b in fx]
+
+
+def test_lmstream_auto_margin_covers_slow_polls():
+    """When the engine polls only every second (no-data batches in between), the policy admits a second early."""
+    p = build_admission("lmstream", slide=5.0, margin="auto", poll_interval=0.02, warmup_batches=0)
+    p.on_batch_complete(BatchOutcome(rows=1000, admitted_at=0.0, completed_at=1.0, max_latency=1.0))
+    pending = [_ds(0, 10.0, 1000)]  # estimate at time t: (t - 10) + 1.0
+    assert not p.admit(11.0, pending)
+    assert not p.admit(12.0, pending)
+    assert p.decision_gap() == pytest.approx(1.0)
+    assert p.admit(13.0, pending)  # 3.0 + 1.0 + 1.0 >= 5: the next poll would come too late
+
+
+def test_lmstream_fixed_margin_ignores_poll_gaps():
+    p = build_admission("lmstream", slide=5.0, margin=0.0, warmup_batches=0)
+    p.on_batch_complete(BatchOutcome(rows=1000, admitted_at=0.0, completed_at=1.0, max_latency=1.0))
+    pending = [_ds(0, 10.0, 1000)]
+    assert not p.admit(11.0, pending) and not p.admit(12.0, pending) and not p.admit(13.0, pending)
+    assert p.admit(14.0, pending)
+
+
+def test_lmstream_warmup_batch_not_learned():
+    p = build_admission("lmstream", slide=5.0, margin=0.0)  # default: one warm-up batch
+    p.on_batch_complete(BatchOutcome(rows=1000, admitted_at=0.0, completed_at=4.0, max_latency=4.0))
+    assert p.avg_throughput is None  # code generation made this one slow: nothing learned yet
+    assert p.admit(5.0, [_ds(0, 4.9)])
+    p.on_batch_complete(BatchOutcome(rows=1000, admitted_at=5.0, completed_at=5.5, max_latency=0.6))
+    assert p.avg_throughput == pytest.approx(2000.0)
+
+
+def test_lmstream_batch_time_is_not_a_poll_gap():
+    p = build_admission("lmstream", slide=5.0, margin="auto", poll_interval=0.02)
+    assert p.admit(0.0, [_ds(0, 0.0)])  # cold start
+    p.on_batch_complete(BatchOutcome(rows=1000, admitted_at=0.0, completed_at=4.0, max_latency=4.0))
+    assert p.admit(4.0, [_ds(1, 1.0)])  # warm-up batch: still nothing learned, admitted
+    p.on_batch_complete(BatchOutcome(rows=1000, admitted_at=4.0, completed_at=5.0, max_latency=4.0))
+    p.admit(5.0, [_ds(2, 4.5)])
+    assert p.decision_gap() == pytest.approx(0.02)  # the 1 s batch was not taken for a slow poll

@@ -77,6 +77,9 @@ class Connector(ABC):
     def poll(self) -> list[DatasetRef]:
         """Register newly arrived datasets in the manifest and return them."""
 
+    def start(self) -> None:  # noqa: B027 - optional hook
+        """The engine is ready for data (after Spark's start-up batch); generated traffic may begin."""
+
     def exhausted(self) -> bool:
         """True when no dataset will ever arrive again (finite inputs only)."""
         return False

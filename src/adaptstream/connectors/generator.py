@@ -90,11 +90,12 @@ class GeneratorConnector(FilesConnector):
                          finished=lambda: writer.finished.is_set() and writer.error is None)
         self._thread: threading.Thread | None = None
 
-    def poll(self) -> list[DatasetRef]:
-        # Spark's first poll comes after its start-up batch 0: only then does generated traffic begin, so the
-        # engine's warm-up is not counted as buffering time.
+    def start(self) -> None:
+        """Generated traffic begins once Spark finished its start-up batch, so engine warm-up is not buffering."""
         if self._thread is None:
             self._thread = self.writer.start_thread()
+
+    def poll(self) -> list[DatasetRef]:
         if self.writer.error is not None:
             from adaptstream.errors import ConnectorError
 

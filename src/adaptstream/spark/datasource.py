@@ -115,6 +115,7 @@ class AdaptstreamStreamReader(DataSourceStreamReader):
         self._rows_done = 0
         self._proc_done = 0.0
         self._window_started = time.time()
+        self._polls = 0
         self._started = True
 
     # -- partitioning ---------------------------------------------------------------------------------------
@@ -182,6 +183,9 @@ class AdaptstreamStreamReader(DataSourceStreamReader):
         now = time.time()
         s = int(start["seq"])
         self._complete_inflight(now, s)
+        self._polls += 1
+        if self._polls == 2:  # the first poll comes before Spark's start-up batch 0, the second after it
+            self.connector.start()
         for ref in self.connector.poll():
             self._parse(ref)  # parse on arrival, so the cut has little work left (Prompt's early release)
         cap = self.opts.max_datasets_per_batch

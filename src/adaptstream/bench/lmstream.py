@@ -52,8 +52,8 @@ def _load() -> float:
 
 
 def _write_report(out: str, title: str, matrix: list[RunResult], rate_rows: list[dict], notes: list[str]) -> str:
-    from adaptstream.metrics.plots import plot_bars, plot_timelines
-    from adaptstream.report import markdown_table, ratios
+    from adaptstream.metrics.plots import plot_bars
+    from adaptstream.report import markdown_table, ratio_lines, timeline_lines
 
     os.makedirs(out, exist_ok=True)
     date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -62,24 +62,14 @@ def _write_report(out: str, title: str, matrix: list[RunResult], rate_rows: list
         runs = [r for r in matrix if r.spec.traffic == traffic]
         lines += [f"## {traffic} traffic at {runs[0].spec.rate} rows/s, {runs[0].spec.duration:.0f} s per run", "",
                   markdown_table(runs), ""]
-        rat = ratios(runs)
-        if rat:
-            lines += ["| comparison | avg-latency reduction (1 - lmstream/baseline) | throughput ratio |",
-                      "|---|---|---|"]
-            lines += [f"| {k} | {v['latency_reduction']:.0%} | {v['throughput_ratio']:.2f}x |" for k, v in rat.items()]
-            lines.append("")
+        lines += ratio_lines(runs)
         for metric, label in (("avg_latency", "average dataset latency (s)"), ("throughput", "throughput (rows/s)")):
             vals: dict[str, dict[str, float]] = {}
             for r in runs:
                 vals.setdefault(r.spec.workload, {})[r.spec.admission] = getattr(r.summary, metric)
             png = plot_bars(vals, os.path.join(out, f"{metric}-{traffic}.png"), label, f"{label}, {traffic} traffic")
             lines.append(f"![{label}]({os.path.basename(png)})")
-        for wl in dict.fromkeys(r.spec.workload for r in runs):
-            sel = {r.spec.admission: r.metrics_dir for r in runs if r.spec.workload == wl}
-            slide = next(r.slide for r in runs if r.spec.workload == wl)
-            png = plot_timelines(sel, os.path.join(out, f"timeline-{wl}-{traffic}.png"),
-                                 f"{wl}, {traffic} traffic: max latency and rows per micro-batch", slide or None)
-            lines.append(f"![{wl} timeline]({os.path.basename(png)})")
+        lines += timeline_lines(runs, out, f"-{traffic}")
         lines.append("")
     if rate_rows:
         lines += ["## Highest rate with bounded latency (LMStream Fig. 1 shape)", "",

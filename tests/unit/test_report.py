@@ -1,0 +1,56 @@
+"""Summaries and the comparison report from hand-made metrics files (no Spark)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from adaptstream.metrics.summary import summarize
+from adaptstream.report import ratios, write_comparison
+from adaptstream.runner import RunResult, RunSpec
+
+
+def _metrics(path, batches: list[tuple[float, float, list[float]]]) -> str:
+    """batches: (admitted_at, completed_at, arrival times of its 1000-row datasets)."""
+    m = os.path.join(path, "metrics")
+    os.makedirs(m)
+    seq = 0
+    with open(f"{m}/datasets.jsonl", "w") as fd, open(f"{m}/batches.jsonl", "w") as fb:
+        for i, (adm, done, arrivals) in enumerate(batches):
+            for a in arrivals:
+                fd.write(json.dumps({"seq": seq, "arrival": a, "rows": 1000, "sentinel": False, "admitted_at": adm,
+                                     "completed_at": done, "buffering": adm - a, "latency": done - a,
+                                     "processing": done - adm}) + "\n")
+                seq += 1
+            fb.write(json.dumps({"batch": i, "start": seq - len(arrivals), "end": seq, "rows": 1000 * len(arrivals),
+                                 "admitted_at": adm, "completed_at": done, "buffering_time": adm - min(arrivals),
+                                 "processing_time": done - adm, "max_latency": done - min(arrivals)}) + "\n")
+    return m
+
+
+def test_summary_figures(tmp_path):
+    m = _metrics(tmp_path, [(2.0, 3.0, [0.0, 1.0]), (4.0, 4.5, [3.0])])
+    s = summarize(m, slide=2.0)
+    assert s.datasets == 3 and s.batches == 2
+    assert s.avg_latency == pytest.approx((3.0 + 2.0 + 1.5) / 3)
+    assert s.max_latency == pytest.approx(3.0)
+    assert s.within_slide == pytest.approx(0.5)  # MaxLat 3.0 and 1.5 against a 2 s slide
+    assert s.throughput == pytest.approx(3000 / 1.5)  # Eq. 4
+    assert summarize(m, slide=2.0, warmup=2.0).datasets == 1
+
+
+def test_comparison_report_has_ratios_and_plots(tmp_path):
+    results = []
+    for pol, batches in (("lmstream", [(1.0, 1.5, [0.0]), (2.0, 2.5, [1.0])]),
+                         ("fixed", [(10.0, 11.0, [0.0, 1.0])])):
+        m = _metrics(tmp_path / pol, batches)
+        results.append(RunResult(RunSpec("LR1S", pol), str(tmp_path / pol), summarize(m, 5.0), 5.0))
+    rat = ratios(results)["LR1S vs fixed"]
+    assert rat["latency_reduction"] == pytest.approx(1 - 1.5 / 10.5)
+    md = write_comparison(results, str(tmp_path / "out"), "t")
+    with open(md) as f:
+        text = f.read()
+    assert "LR1S vs fixed" in text and "| LR1S | fixed |" in text
+    assert os.path.getsize(tmp_path / "out" / "timeline-LR1S.png") > 1000

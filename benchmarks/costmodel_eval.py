@@ -39,6 +39,11 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="small sizes, report under runs/costmodel_quick")
+    parser.add_argument(
+        "--reuse-models",
+        action="store_true",
+        help="load the main GNN ensembles from --models-dir, skip training",
+    )
     for f in dataclasses.fields(EvalConfig):
         if f.type in ("int", "float", "str"):
             parser.add_argument(
@@ -49,7 +54,9 @@ def main() -> None:
         elif f.type == "tuple[str, ...]":
             parser.add_argument(f"--{f.name.replace('_', '-')}", default=None, help="comma-separated")
     args = parser.parse_args()
-    overrides = dict(QUICK) if args.quick else {}
+    overrides: dict = dict(QUICK) if args.quick else {}
+    if args.reuse_models:
+        overrides["reuse_models"] = True
     for f in dataclasses.fields(EvalConfig):
         v = getattr(args, f.name, None)
         if v is not None:

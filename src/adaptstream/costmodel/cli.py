@@ -198,6 +198,7 @@ def evaluate(
     aux_seconds: Annotated[float, typer.Option()] = 15.0,
     exp2_queries: Annotated[int, typer.Option()] = 20,
     seed: Annotated[int, typer.Option()] = 0,
+    reuse_models: Annotated[bool, typer.Option(help="load the main GNN ensembles from --models")] = False,
 ) -> None:
     """Run Costream's experiments (Exp. 1, 2, 3/4, 5, 7, real traces); writes docs/results/costmodel.md."""
     from adaptstream.costmodel.evaluate import EvalConfig, run_evaluation
@@ -213,6 +214,7 @@ def evaluate(
         exp2_queries=exp2_queries,
         experiments=tuple(e.strip() for e in experiments.split(",") if e.strip()),
         seed=seed,
+        reuse_models=reuse_models,
     )
     run_evaluation(cfg, log=console.print)
     console.print(f"[green]report[/green] {out / 'costmodel.md'}")

@@ -90,6 +90,7 @@ class EvalConfig:
     experiments: tuple[str, ...] = ("exp1", "exp2", "exp3", "exp4", "exp5", "exp7", "real")
     seed: int = 0
     threads: int = 1
+    reuse_models: bool = False  # load the main GNN ensembles from models_dir instead of training them
 
     def train_config(self, metric: str = "proc_latency_ms", seconds: float | None = None) -> TrainConfig:
         return TrainConfig(
@@ -228,11 +229,19 @@ def _progress(log: Log) -> Callable[[dict[str, Any]], None]:
 def exp1(ctx: Context) -> None:
     cfg = ctx.cfg
     assert ctx.train is not None and ctx.val is not None and ctx.test is not None
-    ctx.log(f"[exp1] training {cfg.members} GNNs per metric on {len(ctx.train)} traces")
-    ctx.gnn = train_ensembles(
-        ctx.train, ctx.val, cfg.train_config(), METRICS, cfg.members, on_epoch=_progress(ctx.log)
-    )
-    ctx.gnn.save(Path(cfg.models_dir))
+    models = Path(cfg.models_dir)
+    if cfg.reuse_models and (models / "manifest.json").exists():
+        ctx.gnn = CostEnsembles.load(models)
+        ctx.log(f"[exp1] loaded the GNN ensembles from {models} (trained on {ctx.gnn.info.get('n_train')})")
+        if ctx.gnn.info.get("n_train") != len(ctx.train):
+            msg = f"{models} was trained on {ctx.gnn.info.get('n_train')} traces, not {len(ctx.train)}"
+            raise CostModelError(msg)
+    else:
+        ctx.log(f"[exp1] training {cfg.members} GNNs per metric on {len(ctx.train)} traces")
+        ctx.gnn = train_ensembles(
+            ctx.train, ctx.val, cfg.train_config(), METRICS, cfg.members, on_epoch=_progress(ctx.log)
+        )
+        ctx.gnn.save(models)
     ctx.log("[exp1] training the flat-vector baseline (LightGBM)")
     ctx.flat = FlatVectorModel.fit(ctx.train, ctx.val, seed=cfg.seed, threads=max(1, cfg.threads))
     ctx.flat.save(Path(cfg.models_dir) / "flat")
@@ -251,6 +260,7 @@ def exp1(ctx: Context) -> None:
         "n_val": len(ctx.val),
         "n_test": len(ctx.test),
         "train_seconds": ctx.gnn.info.get("seconds"),
+        "gnn_reused_from": str(models) if cfg.reuse_models else None,
         "epochs_run": {m: [len(x.history) for x in e.members] for m, e in ctx.gnn.ensembles.items()},
     }
 

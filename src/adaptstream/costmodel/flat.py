@@ -122,7 +122,10 @@ class FlatVectorModel:
                 "verbose": -1,
             }
             if not reg:
+                # re-weight the classes and early-stop on AUC: with plain log-loss the re-weighted model looks
+                # worse on the (unweighted) validation set after a tree or two and stops near a constant
                 params["is_unbalance"] = True
+                params["metric"] = "auc"
             dtr = lgb.Dataset(xtr[tr], ytr, feature_name=list(FLAT_FEATURES))
             dva = lgb.Dataset(xva[va], yva, reference=dtr)
             boosters[metric] = lgb.train(

@@ -203,6 +203,15 @@ def write_report(
             "",
         ]
         L += _metric_table(e1["gnn"], e1["flat"], paper=True)
+        if e1.get("gnn_reused_from"):
+            L += [
+                "",
+                f"The GNN ensembles were loaded from checkpoints ({e1['gnn_reused_from']}) trained "
+                "earlier in this "
+                f"evaluation session on the same {e1['n_train']} traces ({e1.get('train_seconds')} s "
+                "of training, "
+                "not included in this run's timings); everything else was recomputed in this run.",
+            ]
         L += [
             "",
             "Epochs run per member: " + ", ".join(f"{SHORT[m]} {v}" for m, v in e1["epochs_run"].items()),
@@ -411,6 +420,30 @@ def write_report(
                 "",
             ]
             L += [*_metric_table(rl["gnn"], rl["flat"]), ""]
+    L += [
+        "## Notes and limits",
+        "",
+        "- Simulated labels throughout (except the real-trace section): the accuracy figures measure "
+        "how well "
+        "the GNN learns the simulator, not a real edge-cloud cluster.",
+        "- Exp. 2: in the simulator Lp of a windowed operator is measured from the oldest tuple of "
+        "the window "
+        "(Costream Def. 2), so for window joins the window length dominates Lp and no placement can "
+        "change it "
+        "much; the oracle column (best candidate, all candidates re-run in the simulator) shows that "
+        "headroom.",
+        "- Exp. 4, 5 and 7 use single-seed models trained for a short time on a subsample (sizes "
+        "above); compare "
+        "rows within a table, not with Exp. 1's ensembles.",
+        "- Real traces: few, all on one host (this machine) and run by Spark, a setting the "
+        "simulated corpus does "
+        "not contain; the latency q-errors there show the simulated-to-real gap, not the model's "
+        "in-domain error.",
+        "- Wall-time caps (not epoch counts) bound training, so figures can move by a few hundredths "
+        "between runs "
+        "on a shared machine.",
+        "",
+    ]
     errors = results.get("errors")
     if errors:
         L += ["## Experiments that failed in this run", ""]

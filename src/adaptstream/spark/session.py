@@ -50,6 +50,7 @@ def build_spark(
     polling_delay_ms: int = 20,
     conf: dict[str, str] | None = None,
     quiet: bool = True,
+    driver_memory: str = "4g",
 ):  # -> pyspark.sql.SparkSession (import kept lazy so pure-policy code never loads Spark)
     """Build (or reuse) a SparkSession configured the way adaptstream's measurements assume."""
     check_java()
@@ -74,6 +75,9 @@ def build_spark(
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.streaming.numRecentProgressUpdates", "1000")
+        # The source ships each micro-batch's rows inside its input partitions, through the driver: large batches
+        # (tens of MB, e.g. 10 s of 8000 rows/s into a self-join) exhaust Spark's default 1 GB driver heap.
+        .config("spark.driver.memory", driver_memory)
     )
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)

@@ -54,3 +54,17 @@ def test_comparison_report_has_ratios_and_plots(tmp_path):
         text = f.read()
     assert "LR1S vs fixed" in text and "| LR1S | fixed |" in text
     assert os.path.getsize(tmp_path / "out" / "timeline-LR1S.png") > 1000
+
+
+def test_bounded_rate_criterion(tmp_path):
+    from adaptstream.bench.lmstream import bounded, latency_growth
+
+    def result(name, max_lats):
+        batches = [(10.0 * i + lat - 0.5, 10.0 * i + lat, [10.0 * i]) for i, lat in enumerate(max_lats)]
+        m = _metrics(tmp_path / name, batches)
+        return RunResult(RunSpec("LR1S", "fixed"), str(tmp_path / name), summarize(m), 5.0)
+
+    steady = result("steady", [2.0, 4.0, 5.0, 5.2, 4.8, 5.1, 5.0, 4.9, 5.1])  # converges up to its target
+    growing = result("growing", [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0])  # Fig. 1: falls behind
+    assert latency_growth(steady) == pytest.approx(1.0, abs=0.05) and bounded(steady)
+    assert latency_growth(growing) == pytest.approx(9.0 / 6.0) and not bounded(growing)

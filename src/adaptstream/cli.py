@@ -44,14 +44,18 @@ def _run_with_progress(spark, spec, run_dir: str):
 
 
 def _print_table(results) -> None:
-    from adaptstream.report import COLUMNS, comparison_rows
+    """One column per run and one row per figure: fits a narrow terminal however many figures we report."""
+    from adaptstream.report import COLUMNS, LEGEND, comparison_rows
 
     table = Table(title="adaptstream results")
-    for col in ["workload", "policy"] + [c for c, _, _ in COLUMNS] + ["unfinished"]:
-        table.add_column(col, justify="right")
-    for row in comparison_rows(results):
-        table.add_row(*row)
+    table.add_column("figure")
+    rows = comparison_rows(results)
+    for row in rows:
+        table.add_column(f"{row[0]}\n{row[1]}", justify="right")
+    for k, (header, _, _) in enumerate([*COLUMNS, ("unfinished", None, None)]):
+        table.add_row(header, *(row[k + 2] for row in rows))
     console.print(table)
+    console.print(LEGEND, style="dim")
 
 
 def _check_names(workload: str, admission: str, traffic: str) -> None:

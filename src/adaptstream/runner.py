@@ -110,10 +110,10 @@ def source_options(spec: RunSpec, workload, run_dir: str) -> dict[str, str]:
 
 
 def _write_sentinel(workload, generator, run_dir: str, spec: RunSpec) -> None:
-    from adaptstream.connectors.generator import write_atomic_csv
+    from adaptstream.workloads.io import write_dataset
 
     after = int(spec.duration) if not spec.input_dir else 10**9  # beyond any real trace time
-    write_atomic_csv(workload.sentinel(after), os.path.join(run_dir, "sentinel.csv"), generator.csv_header())
+    write_dataset(workload.sentinel(after), os.path.join(run_dir, "sentinel.csv"), "csv", generator.csv_header())
 
 
 def _machine() -> dict:

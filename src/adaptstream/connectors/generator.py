@@ -12,17 +12,10 @@ import time
 from collections.abc import Callable
 
 import pyarrow as pa
-import pyarrow.csv as pcsv
 
 from adaptstream.connectors.base import DatasetRef, Manifest
 from adaptstream.connectors.files import FilesConnector
-
-
-def write_atomic_csv(table: pa.Table, path: str, header: bool) -> None:
-    """Write a CSV so that readers never see half a file: a hidden temporary name, then rename."""
-    tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")
-    pcsv.write_csv(table, tmp, write_options=pcsv.WriteOptions(include_header=header, quoting_style="needed"))
-    os.replace(tmp, path)
+from adaptstream.workloads.io import dataset_file_name, write_dataset
 
 
 class DatasetWriter:
@@ -57,7 +50,7 @@ class DatasetWriter:
                 self._ready = self.make_rows(k)
             if self.clock() < self.start + k + 1:
                 return True
-            write_atomic_csv(self._ready, os.path.join(self.out_dir, f"{k:08d}.csv"), self.header)
+            write_dataset(self._ready, os.path.join(self.out_dir, dataset_file_name(k)), "csv", self.header)
             self._ready = None
             self.next_second += 1
         return False

@@ -68,17 +68,7 @@ def generate_partition(
     path = _part_path(Path(out_dir), part)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
-    summary = {
-        "part": part,
-        "start": start,
-        "stop": stop,
-        "n": 0,
-        "backpressure": 0,
-        "failed": 0,
-        "oom": 0,
-        "no_output": 0,
-        "by_type": {},
-    }
+    summary = _empty_summary(part, start, stop)
     with tmp.open("w", encoding="utf-8") as fh:
         for i in range(start, stop):
             t = trace_for(seed, i, sim)
@@ -87,6 +77,11 @@ def generate_partition(
     os.replace(tmp, path)
     summary["seconds"] = round(time.perf_counter() - t0, 3)
     return summary
+
+
+def _empty_summary(part: int, start: int, stop: int) -> dict[str, Any]:
+    counts = dict.fromkeys(("n", "backpressure", "failed", "oom", "no_output"), 0)
+    return {"part": part, "start": start, "stop": stop, **counts, "by_type": {}}
 
 
 def _count(summary: dict[str, Any], t: Trace) -> None:
@@ -103,18 +98,7 @@ def _count(summary: dict[str, Any], t: Trace) -> None:
 
 
 def _summarise_file(path: Path, part: int, start: int, stop: int) -> dict[str, Any]:
-    summary = {
-        "part": part,
-        "start": start,
-        "stop": stop,
-        "n": 0,
-        "backpressure": 0,
-        "failed": 0,
-        "oom": 0,
-        "no_output": 0,
-        "by_type": {},
-        "seconds": None,
-    }
+    summary = {**_empty_summary(part, start, stop), "seconds": None}
     for t in read_traces(path):
         _count(summary, t)
     return summary

@@ -24,7 +24,7 @@ def _write(path: str, lines: list[str]) -> None:
 
 def _stream(spark, src: str, run: str, **opts):
     reader = (spark.readStream.format("adaptstream").schema(SCHEMA).option("path", src)
-              .option("metricsPath", os.path.join(run, "metrics")))
+              .option("metricsPath", os.path.join(run, "metrics")).option("fileStableSeconds", "0"))
     for k, v in opts.items():
         reader = reader.option(k, v)
     return reader.load()
@@ -138,7 +138,8 @@ def test_timestamp_column_through_source(spark, tmp_path):
     src.mkdir()
     _write(str(src / "a.csv"), ["a,2024-01-01 00:00:05", "b,2024-01-01 00:00:35"])
     got: list = []
-    q = (spark.readStream.format("adaptstream").schema("k STRING, ts TIMESTAMP").option("path", str(src)).load()
+    q = (spark.readStream.format("adaptstream").schema("k STRING, ts TIMESTAMP").option("path", str(src))
+         .option("fileStableSeconds", "0").load()
          .groupBy(F.window("ts", "30 seconds")).count()
          .writeStream.outputMode("complete").foreachBatch(lambda df, _i: got.extend(df.collect()))
          .option("checkpointLocation", str(tmp_path / "ck")).start())

@@ -1,22 +1,42 @@
-"""The files connector: a watched directory where each new file is one dataset (LMStream's model).
+"""The files connector: a watched directory where each new file (or each run of rows appended to one) is a dataset.
 
-Files are ordered by modification time (the moment a writer finished them), then name. Writers should write to a
-temporary name starting with '.' or '_' and rename, as Spark's file source expects too; such names are ignored.
-With ``drain`` and a sentinel file, the sentinel is appended once the directory stopped delivering new files.
+Admission rule (docs/source.md), so that no row is read twice, lost, or read from a half-written file:
+* Names that start with '.' or '_', or end in '._COPYING_', '.tmp', '.crc', '.swp', '.part' or '~', and names
+  matching the ``ignorePattern`` option are never read: write under such a name and rename into place.
+* A file is admitted once it has not been modified for ``fileStableSeconds`` (its modification time is that old).
+  Writers that move complete files in need no wait (set 0), as with Spark's own file source.
+* The admitted range is recorded with the file's size and a fingerprint; executors read exactly those bytes.
+* Rows appended to an admitted file later become a new dataset (the range after the admitted bytes), once stable.
+  A file that shrank, or whose admitted bytes changed, is not read again: the event is quarantined and counted.
+Files are ordered by modification time, then name. With ``drain`` and a sentinel file, the sentinel is appended
+once the directory stopped delivering new files.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
+from collections.abc import Callable
 
-from adaptstream.connectors.base import Connector, DatasetRef, Manifest
+from adaptstream.connectors.base import Connector, DatasetRef, Manifest, fingerprint
 from adaptstream.errors import ConnectorError
+
+TEMP_SUFFIXES = ("._COPYING_", ".tmp", ".crc", ".swp", ".part", "~")
+
+
+def ignored(name: str, pattern: re.Pattern[str] | None = None) -> bool:
+    """True for hidden, temporary and in-progress names that must never be read."""
+    if not name or name[0] in "._" or name.endswith(TEMP_SUFFIXES):
+        return True
+    return bool(pattern is not None and pattern.search(name))
 
 
 class FilesConnector(Connector):
     def __init__(self, manifest: Manifest, path: str, drain: bool = False, sentinel_path: str | None = None,
-                 finished=None) -> None:
+                 finished: Callable[[], bool] | None = None, stable_seconds: float = 0.5,
+                 ignore_pattern: str | None = None, clock: Callable[[], float] = time.time,
+                 on_changed: Callable[[str, str], None] | None = None) -> None:
         super().__init__(manifest)
         if not os.path.isdir(path):
             msg = f"files connector: input directory {path!r} does not exist"
@@ -24,43 +44,94 @@ class FilesConnector(Connector):
         self.path = path
         self.drain = drain
         self.sentinel_path = sentinel_path
+        self.stable_seconds = stable_seconds
+        self.pattern = re.compile(ignore_pattern) if ignore_pattern else None
+        self.clock = clock
         self._finished = finished  # callable: True once the writer of this directory is done
+        self._on_changed = on_changed  # (path, reason) for files that changed after admission
         self._polls_without_news = 0
-        self._started = time.time()
+        self._started = clock()
+        self._last_seen: dict[str, tuple[int, int]] = {}  # path -> (size, mtime_ns) at the previous scan
+        self._reported: set[str] = set()  # changed files already reported
 
-    def _scan(self) -> list[tuple[float, str, int]]:
-        """New files as (arrival, path, size), ordered by modification time, then name."""
-        found = []
+    # -- scanning -------------------------------------------------------------------------------------------
+    def _candidates(self) -> list[tuple[int, str, int]]:
+        """Files with bytes not yet admitted that are stable now, as (mtime_ns, path, size), in arrival order."""
+        now = self.clock()
+        found, seen = [], {}
         with os.scandir(self.path) as it:
             for entry in it:
-                if entry.name[0] in "._" or not entry.is_file() or entry.path in self.manifest.known:
+                if ignored(entry.name, self.pattern) or not entry.is_file():
                     continue
                 st = entry.stat()
-                found.append((st.st_mtime, entry.path, st.st_size))
+                key = (st.st_size, st.st_mtime_ns)
+                seen[entry.path] = key
+                done = self.manifest.admitted.get(entry.path, 0)
+                if st.st_size == done or entry.path in self._reported:
+                    continue
+                if now - st.st_mtime_ns / 1e9 < self.stable_seconds:
+                    continue  # modified less than stable_seconds ago: may still be being written
+                found.append((st.st_mtime_ns, entry.path, st.st_size))
+        self._last_seen = seen
         found.sort()
-        now = time.time()
+        return found
+
+    def _range(self, path: str, size: int) -> tuple[int, int] | None:
+        """(start, length) of the bytes to admit, or None when the file changed under an earlier admission."""
+        done = self.manifest.admitted.get(path, 0)
+        if done == 0:
+            return 0, size
+        if size < done:
+            return self._changed(path, f"file shrank from {done} to {size} bytes after admission")
+        prev = [r for r in self.manifest.items if r.path == path and r.fingerprint]
+        if prev and any(fingerprint(path, r.start, r.bytes) != r.fingerprint for r in prev[-1:]):
+            return self._changed(path, "bytes already admitted were rewritten")
+        return done, size - done
+
+    def _changed(self, path: str, reason: str) -> None:
+        self._reported.add(path)
+        if self._on_changed is not None:
+            self._on_changed(path, reason + "; the new content was not read (append rows, or write a new file)")
+        return None
+
+    def _arrival(self, mtime_ns: int) -> float:
         # A file written before the query started enters the system when we first see it.
-        return [(mtime if mtime >= self._started else now, path, size) for mtime, path, size in found]
+        mtime = mtime_ns / 1e9
+        return mtime if mtime >= self._started else self.clock()
 
     def poll(self) -> list[DatasetRef]:
-        new = self._scan()
-        refs = self.manifest.append([(p, arrival, size, False) for arrival, p, size in new])
+        entries = []
+        for mtime_ns, path, size in self._candidates():
+            rng = self._range(path, size)
+            if rng is None or rng[1] <= 0:
+                continue
+            start, length = rng
+            entries.append((path, self._arrival(mtime_ns), length, False, start, fingerprint(path, start, length)))
+        refs = self.manifest.append(entries)
         if refs:
             self._polls_without_news = 0
             return refs
         self._polls_without_news += 1
         if self._should_seal():
-            size = os.path.getsize(self.sentinel_path)  # type: ignore[arg-type]
-            return self.manifest.append([(self.sentinel_path, time.time(), size, True)])
+            path = str(self.sentinel_path)
+            size = os.path.getsize(path)
+            return self.manifest.append([(path, self.clock(), size, True, 0, fingerprint(path, 0, size))])
         return []
 
+    def pending_unstable(self) -> bool:
+        """True while a file is visible but not yet admitted (being written, or waiting to be stable)."""
+        return any(self.manifest.admitted.get(p, 0) != size and p not in self._reported
+                   for p, (size, _) in self._last_seen.items())
+
+    # -- end of input ---------------------------------------------------------------------------------------
     def _input_done(self) -> bool:
         if self._finished is not None:
             return bool(self._finished())
-        return self._polls_without_news >= 2  # a static directory: two empty scans in a row
+        # a static directory: two empty scans in a row and nothing still being written
+        return self._polls_without_news >= 2 and not self.pending_unstable()
 
     def _should_seal(self) -> bool:
-        return (self.drain and self.sentinel_path is not None and not self.sealed() and self._input_done())
+        return self.drain and self.sentinel_path is not None and not self.sealed() and self._input_done()
 
     def sealed(self) -> bool:
         return any(r.sentinel for r in self.manifest.items[-1:])

@@ -1,59 +1,47 @@
-"""``spark.readStream.format("adaptstream")``: the Spark glue around connectors, admission and partitioning.
+"""``spark.readStream.format("adaptstream")``: Spark's streaming-source contract around connectors, admission and
+planning.
 
-Spark calls ``latestOffset`` between micro-batches (never while one runs), so the first call after a batch was
-planned marks that batch complete: that is how the source measures processing time and dataset latency without
-help from the sink. Each planned block becomes exactly one Spark input partition; the rows travel inside the
-partition as Arrow IPC bytes, so executors need no shared filesystem (a real cluster works as well as local mode).
+Data path: the connector records datasets (byte ranges of files) in a durable manifest; offsets are manifest
+positions. ``latestOffset(start, limit)`` lets the admission policy decide when to cut a micro-batch, within the
+read limit (``maxFilesPerTrigger`` / ``maxBytesPerTrigger`` / ``maxRowsPerTrigger``, 256 MiB by default);
+``partitions`` plans input partitions from metadata (spark/planner.py); executors read and parse (spark/read.py);
+the batch is accounted when it completes (spark/accounting.py). ``Trigger.AvailableNow`` drains what is present
+when the query starts in bounded batches, then stops.
+
+Spark builds the reader in a short-lived planning worker and pickles it to ship ``read`` to the executors, so the
+constructor only reads options; everything with state starts lazily in the long-lived source process.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 import time
-from dataclasses import dataclass, field
+import uuid
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxFiles,
+    ReadMaxRows,
+    ReadMinRows,
+    SupportsTriggerAvailableNow,
+)
 from pyspark.sql.types import StructType
 
-from adaptstream.admission import AdmissionPolicy, BatchOutcome, PendingDataset, build_admission
-from adaptstream.connectors.base import Connector, DatasetRef, Manifest
-from adaptstream.connectors.parsing import ParseResult, parse_file
-from adaptstream.errors import ConfigError
-from adaptstream.metrics.recorder import BatchRecord, DatasetRecord, MetricsRecorder
+from adaptstream.admission import PendingDataset, build_admission
+from adaptstream.connectors.base import Connector, DatasetRef, Manifest, StateLock
+from adaptstream.errors import ConfigError, ConnectorError
+from adaptstream.metrics.recorder import MetricsRecorder
+from adaptstream.spark.accounting import Accountant, Planned, Quarantine
 from adaptstream.spark.options import SourceOptions
+from adaptstream.spark.planner import DriverPlanner, plan_slices
+from adaptstream.spark.read import read_partition
 
 FORMAT = "adaptstream"
-
-
-class BlockPartition(InputPartition):
-    """One planned block of a micro-batch, carried as Arrow IPC bytes."""
-
-    def __init__(self, index: int, payload: bytes) -> None:
-        super().__init__(index)
-        self.payload = payload
-
-
-def _to_ipc(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
-
-
-@dataclass
-class _Planned:
-    start: int
-    end: int
-    admitted_at: float
-    planned_at: float
-    est_max_latency: float | None
-    records: list[DatasetRecord]
-    block_rows: list[int] = field(default_factory=list)
-    plan_seconds: float = 0.0
 
 
 def arrow_schema(schema: StructType) -> pa.Schema:
@@ -62,11 +50,13 @@ def arrow_schema(schema: StructType) -> pa.Schema:
     return to_arrow_schema(schema, timezone="UTC")
 
 
-def build_connector(opts: SourceOptions, manifest: Manifest) -> Connector:
+def build_connector(opts: SourceOptions, manifest: Manifest, on_changed=None) -> Connector:
     from adaptstream.connectors.files import FilesConnector
 
     if opts.connector == "files":
-        return FilesConnector(manifest, opts.input_dir, opts.drain, opts.sentinel_path)
+        return FilesConnector(manifest, opts.input_dir, opts.drain, opts.sentinel_path,
+                              stable_seconds=opts.file_stable_seconds, ignore_pattern=opts.ignore_pattern,
+                              on_changed=on_changed)
     from adaptstream.connectors.generator import DatasetWriter, GeneratorConnector
     from adaptstream.connectors.traffic import build_traffic
 
@@ -86,40 +76,53 @@ def generator_for(opts: SourceOptions):
     return GENERATORS.get(str(opts.generator))(seed=opts.seed).build()
 
 
-class AdaptstreamStreamReader(DataSourceStreamReader):
+class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, schema: StructType, options: dict[str, str]) -> None:
-        # Spark also builds the reader in a short-lived planning worker and pickles it to ship ``read`` to the
-        # executors, so the constructor only reads options: the connector (and the generator thread), the
-        # manifest and the policy start lazily, in the long-lived source process that calls latestOffset.
         self.opts = SourceOptions.parse(options)
         self.schema = arrow_schema(schema)
+        self.fmt = self.opts.file_format_spec()
         self._started = False
+        self._query_id: str | None = None
+        self._available_now = False
 
     def __getstate__(self) -> dict:
-        return {"opts": self.opts, "schema": self.schema, "_started": False}
+        return {"opts": self.opts, "schema": self.schema, "fmt": self.fmt, "_started": False, "_query_id": None,
+                "_available_now": False}
 
-    def _ensure_started(self) -> None:
+    # -- start-up --------------------------------------------------------------------------------------------
+    def _ensure_started(self, offset: dict | None = None) -> None:
+        """Open the state directory named by ``offset`` (a restart) or a new one (a new query), lock it, and build
+        the connector, the policy and the accounting."""
         if self._started:
+            self._check_offset(offset)
             return
-        self.manifest = Manifest(os.path.join(self.opts.state_dir, "manifest.jsonl"))
-        self.connector = build_connector(self.opts, self.manifest)
-        self.policy: AdmissionPolicy = build_admission(
-            self.opts.admission, slide=self.opts.slide, trigger=self.opts.trigger, margin=self.opts.margin,
-            poll_interval=self.opts.poll_interval)
-        self.recorder = MetricsRecorder(self.opts.metrics_path)
-        self.partitioner = self._build_partitioner()
-        self._parsed: dict[int, ParseResult] = {}
-        self._inflight: _Planned | None = None
+        qid = (offset or {}).get("query") if offset is not None else self._query_id
+        self._query_id = qid if self.opts.per_query_state else None
+        self.state_dir = self.opts.state_dir(self._query_id)
+        self.lock = StateLock(self.state_dir)
+        self.manifest = Manifest(os.path.join(self.state_dir, "manifest.jsonl"))
+        self.parts_dir = os.path.join(self.state_dir, "parts")
+        self.quarantine = Quarantine(self.opts.metrics_path or self.state_dir)
+        self.connector = build_connector(self.opts, self.manifest, self._file_changed)
+        policy = build_admission(self.opts.admission, slide=self.opts.slide, trigger=self.opts.trigger,
+                                 margin=self.opts.margin, poll_interval=self.opts.poll_interval)
+        self.accounts = Accountant(MetricsRecorder(self.opts.metrics_path), self.quarantine, self.parts_dir,
+                                   policy, self.opts.admission, self.opts.partitioner)
+        self.planner = self._build_planner()
         self._admissions: dict[int, tuple[float, float | None]] = {}
-        self._batches = 0
-        self._rows_done = 0
-        self._proc_done = 0.0
-        self._window_started = time.time()
+        self._target: int | None = None  # Trigger.AvailableNow: the last offset to deliver
         self._polls = 0
         self._started = True
 
-    # -- partitioning ---------------------------------------------------------------------------------------
-    def _build_partitioner(self) -> Any:
+    def _check_offset(self, offset: dict | None) -> None:
+        if offset is None or not self.opts.per_query_state:
+            return
+        if offset.get("query") != self._query_id:
+            msg = (f"offset {offset} belongs to source state {offset.get('query')!r}, not {self._query_id!r}; "
+                   "the checkpoint and the source state directory do not match")
+            raise ConnectorError(msg)
+
+    def _build_planner(self) -> DriverPlanner | None:
         if self.opts.partitioner == "time":
             return None
         from adaptstream.partitioning import build_partitioner
@@ -132,144 +135,137 @@ class AdaptstreamStreamReader(DataSourceStreamReader):
             msg = f"partitionKey column(s) {missing} are not in the schema {self.schema.names}"
             raise ConfigError(msg)
         params = dict(kv.split("=", 1) for kv in self.opts.partitioner_params.split(";") if "=" in kv)
-        return build_partitioner(self.opts.partitioner, **params)
+        return DriverPlanner(build_partitioner(self.opts.partitioner, **params), self.opts.partition_key,
+                             self.schema, self.fmt, self.parts_dir, self.opts.partition_window)
 
-    def _keys(self, table: pa.Table) -> np.ndarray:
-        from adaptstream.partitioning import key_hash
+    def _file_changed(self, path: str, reason: str) -> None:
+        self.quarantine.add([{"seq": None, "path": path, "row": None, "offset": None, "raw": None, "reason": reason}])
 
-        return key_hash(table, self.opts.partition_key)
-
-    def _plan_blocks(self, table: pa.Table) -> list[pa.Table]:
-        n = self.opts.num_blocks
-        if self.partitioner is None:  # "time": arrival-order contiguous blocks, Spark's default shape
-            bounds = np.linspace(0, table.num_rows, n + 1).astype(int)
-            return [table.slice(int(a), int(b - a)) for a, b in itertools.pairwise(bounds)]
-        if self.opts.partition_window > 0 and time.time() - self._window_started >= self.opts.partition_window:
-            self.partitioner.on_window_boundary()
-            self._window_started = time.time()
-        ids = np.asarray(self.partitioner.assign(self._keys(table), n))
-        if self.opts.partition_window <= 0:
-            self.partitioner.on_window_boundary()  # state covers one micro-batch
-        order = np.argsort(ids, kind="stable")
-        counts = np.bincount(ids, minlength=n)
-        cuts = np.concatenate([[0], np.cumsum(counts)])
-        ordered = table.take(pa.array(order))
-        return [ordered.slice(int(cuts[k]), int(counts[k])) for k in range(n)]
-
-    # -- parsing ---------------------------------------------------------------------------------------------
-    def _parse(self, ref: DatasetRef) -> ParseResult:
-        res = self._parsed.get(ref.seq)
-        if res is None:
-            res = parse_file(ref.path, self.schema, self.opts.file_format, self.opts.header, self.opts.delimiter)
-            if res.bad:
-                self.recorder.quarantine(ref.seq, ref.path, res.bad)
-            self._parsed[ref.seq] = res
-            if self.partitioner is not None and res.table.num_rows:
-                self.partitioner.observe(self._keys(res.table))  # Prompt Alg. 1: count keys while buffering
-        return res
+    def _offset(self, seq: int) -> dict:
+        return {"seq": seq, "query": self._query_id} if self._query_id else {"seq": seq}
 
     # -- Spark's streaming reader API ----------------------------------------------------------------------
     def initialOffset(self) -> dict:
-        self._ensure_started()
-        return {"seq": 0}
+        if not self._started and self.opts.per_query_state and self._query_id is None:
+            self._query_id = uuid.uuid4().hex[:12]
+        return {"seq": 0, "query": self._query_id} if self.opts.per_query_state else {"seq": 0}
 
-    def getDefaultReadLimit(self):
-        from pyspark.sql.streaming.datasource import ReadAllAvailable
-
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.opts.max_rows:
+            return ReadMaxRows(self.opts.max_rows)
+        if self.opts.max_files:
+            return ReadMaxFiles(self.opts.max_files)
+        if self.opts.max_bytes:
+            return ReadMaxBytes(self.opts.max_bytes)
         return ReadAllAvailable()
 
-    def latestOffset(self, start: dict, limit: Any = None) -> dict:
-        self._ensure_started()
+    def reportLatestOffset(self) -> dict | None:
+        if not self._started:
+            return None
+        return self._offset(len(self.manifest))
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._available_now = True
+
+    def latestOffset(self, start: dict, limit: ReadLimit | None = None) -> dict:
+        self._ensure_started(start)
         now = time.time()
         s = int(start["seq"])
-        self._complete_inflight(now, s)
+        self.accounts.complete(s, now)
         self._polls += 1
         if self._polls == 2:  # the first poll comes before Spark's start-up batch 0, the second after it
             self.connector.start()
-        for ref in self.connector.poll():
-            self._parse(ref)  # parse on arrival, so the cut has little work left (Prompt's early release)
-        cap = self.opts.max_datasets_per_batch
-        pending_refs = self.manifest.items[s: s + cap] if cap else self.manifest.items[s:]
-        if not pending_refs:
+        if self._target is None:
+            self._poll_connector()
+            if self._available_now:
+                self._target = len(self.manifest)  # everything present now, nothing that arrives later
+        upto = self._target if self._target is not None else len(self.manifest)
+        refs = self._capped(self.manifest.items[s:upto], limit)
+        if not refs:
             return start
-        pending = [PendingDataset(r.seq, r.arrival, self._parse(r).table.num_rows, r.bytes) for r in pending_refs]
-        est = self.policy.estimate_max_latency(now, pending)
-        if not self.policy.admit(now, pending):
+        pending = [PendingDataset(r.seq, r.arrival, self._rows(r), r.bytes) for r in refs]
+        policy = self.accounts.policy
+        est = policy.estimate_max_latency(now, pending)
+        if self._target is None and not self._enough_rows(pending, limit):
             return start
-        end = s + len(pending_refs)
+        if self._target is None and not policy.admit(now, pending):
+            return start
+        end = s + len(refs)
         self._admissions[end] = (now, est)
-        release = getattr(self.partitioner, "release", None)
-        if release is not None:  # Prompt's early batch release: plan from the statistics gathered while buffering
-            release(self.opts.num_blocks)
-        return {"seq": end}
+        if self.planner is not None:
+            self.planner.release(self.opts.num_blocks)
+        return self._offset(end)
+
+    def _poll_connector(self) -> None:
+        new = self.connector.poll()
+        if self.planner is not None:
+            for ref in new:
+                self.planner.parse(ref)  # parse on arrival: keys counted while buffering, little work at the cut
+
+    def _rows(self, ref: DatasetRef) -> int:
+        return self.planner.rows(ref) if self.planner is not None else self.accounts.rows.estimate(ref)
+
+    def _capped(self, refs: list[DatasetRef], limit: ReadLimit | None) -> list[DatasetRef]:
+        """The longest prefix within the read limit (at least one dataset: a dataset is never split)."""
+        if isinstance(limit, ReadAllAvailable) or not refs:
+            return refs
+        max_files, max_bytes, max_rows = self.opts.max_files, self.opts.max_bytes, self.opts.max_rows
+        if isinstance(limit, ReadMaxFiles):
+            max_files = limit.max_files
+        elif isinstance(limit, ReadMaxBytes):
+            max_bytes = limit.max_bytes
+        elif isinstance(limit, ReadMaxRows):
+            max_rows = limit.max_rows
+        n, nbytes, nrows = 0, 0, 0
+        for ref in refs:
+            nbytes += ref.bytes
+            nrows += self._rows(ref) if max_rows else 0
+            over = ((max_files and n + 1 > max_files) or (max_bytes and nbytes > max_bytes)
+                    or (max_rows and nrows > max_rows))
+            if over and n > 0:
+                break
+            n += 1
+        return refs[:n]
+
+    @staticmethod
+    def _enough_rows(pending: list[PendingDataset], limit: ReadLimit | None) -> bool:
+        return not isinstance(limit, ReadMinRows) or sum(d.rows for d in pending) >= limit.min_rows
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        self._ensure_started()
+        self._ensure_started(start)
         s, e = int(start["seq"]), int(end["seq"])
         t0 = time.time()
         refs = self.manifest.slice(s, e)
+        if not refs:
+            return []
         # .get, not .pop: a query that reads the source twice (a self-join) plans the same range twice.
         # A replay after a restart was never admitted by this process: its admission time is now.
         admitted_at, est = self._admissions.get(e, (t0, None))
-        records, tables = [], []
-        for ref in refs:
-            res = self._parse(ref)
-            tables.append(res.table)
-            records.append(DatasetRecord(ref.seq, ref.path, ref.arrival, res.table.num_rows, ref.bytes,
-                                         len(res.bad), ref.sentinel, admitted_at=admitted_at))
-        table = pa.concat_tables(tables) if tables else self.schema.empty_table()
-        blocks = self._plan_blocks(table)
-        parts: list[InputPartition] = [BlockPartition(k, _to_ipc(b)) for k, b in enumerate(blocks)]
-        if refs:
-            self._inflight = _Planned(s, e, admitted_at, t0, est, records, [b.num_rows for b in blocks],
-                                      time.time() - t0)
+        if self.planner is not None:
+            parts, block_rows = self.planner.plan(refs, self.opts.num_blocks)
+            blocks: list[list[int]] = []
+        else:
+            parts = plan_slices(refs, self.opts.num_blocks, self.opts.max_partition_bytes, self.parts_dir)
+            block_rows, blocks = None, [[sl.seq for sl in p.slices] for p in parts]  # type: ignore[attr-defined]
+        self.accounts.inflight = Planned(s, e, admitted_at, t0, est, refs, blocks, block_rows, time.time() - t0)
         return parts
 
-    def read(self, partition: BlockPartition):
-        reader = pa.ipc.open_stream(partition.payload)
-        yield from reader
+    def read(self, partition: InputPartition):
+        return read_partition(partition, self.schema, self.fmt)
 
     def commit(self, end: dict) -> None:
         if not self._started:
             return
         e = int(end["seq"])
-        for seq in [k for k in self._parsed if k < e and (self._inflight is None or k < self._inflight.start)]:
-            del self._parsed[seq]
+        self.accounts.complete(e, time.time())
+        self._admissions = {k: v for k, v in self._admissions.items() if k > e}
+        if self.planner is not None:
+            self.planner.forget(e if self.accounts.inflight is None else min(e, self.accounts.inflight.start))
 
     def stop(self) -> None:
         if self._started:
             self.connector.stop()
-
-    # -- accounting ------------------------------------------------------------------------------------------
-    def _complete_inflight(self, now: float, start: int) -> None:
-        p = self._inflight
-        if p is None or p.end != start:
-            return
-        self._inflight = None
-        self._admissions = {k: v for k, v in self._admissions.items() if k > p.end}
-        for r in p.records:
-            r.batch, r.completed_at = self._batches, now
-        data = [r for r in p.records if not r.sentinel]
-        rows = sum(r.rows for r in p.records)
-        proc = max(now - p.admitted_at, 1e-9)
-        self._rows_done += rows
-        self._proc_done += proc
-        max_lat = max((r.latency for r in data), default=0.0)
-        self.recorder.datasets(p.records)
-        self.recorder.batch(BatchRecord(
-            batch=self._batches, start=p.start, end=p.end, datasets=len(p.records), rows=rows,
-            bytes=sum(r.bytes for r in p.records), quarantined=sum(r.quarantined for r in p.records),
-            admitted_at=p.admitted_at, planned_at=p.planned_at, completed_at=now,
-            buffering_time=max((r.buffering for r in data), default=0.0), processing_time=proc,
-            max_latency=max_lat, avg_throughput=self._rows_done / self._proc_done,
-            est_max_latency=p.est_max_latency, admission=self.opts.admission, block_rows=p.block_rows,
-            plan_seconds=p.plan_seconds, partitioner=self.opts.partitioner,
-            extra={k: v for k, v in self.policy.state().items() if v is not None},
-        ))
-        self.policy.on_batch_complete(BatchOutcome(rows, p.admitted_at, now, max_lat, p.est_max_latency))
-        self._batches += 1
-        for seq in range(p.start, p.end):
-            self._parsed.pop(seq, None)
+            self.lock.release()
 
 
 class AdaptstreamDataSource(DataSource):

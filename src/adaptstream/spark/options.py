@@ -1,8 +1,12 @@
-"""Options of ``spark.readStream.format("adaptstream")``, read once into a frozen config (pure Python)."""
+"""Options of ``spark.readStream.format("adaptstream")``, read once into a frozen config (pure Python).
+
+Every option is checked here, when the source or the CLI is built, before any Spark job: names are resolved from the
+registries (the error lists the valid choices) and numbers are checked against their range."""
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -14,8 +18,12 @@ _KNOWN = {
     "connector", "path", "fileformat", "header", "delimiter", "admission", "slide", "trigger", "margin",
     "metricspath", "statepath", "generator", "traffic", "rate", "duration", "seed", "jitter", "amplitude",
     "period", "drain", "sentinelpath", "partitioner", "numblocks", "partitionkey", "partitionwindow",
-    "partitionerparams", "pollinterval", "maxdatasetsperbatch",
+    "partitionerparams", "pollinterval", "maxdatasetsperbatch", "maxfilespertrigger", "maxbytespertrigger",
+    "maxrowspertrigger", "maxpartitionbytes", "filestableseconds", "ignorepattern", "nullvalue", "multiline",
 }
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024  # a backlog never becomes one unbounded batch (maxBytesPerTrigger)
+DEFAULT_PARTITION_BYTES = 64 * 1024 * 1024  # one Spark task parses at most about this much
+_SIZE = re.compile(r"^\s*([0-9]+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 
 
 def _bool(value: str, name: str) -> bool:
@@ -30,7 +38,7 @@ def _bool(value: str, name: str) -> bool:
 
 def _int(value: str, name: str, minimum: int = 0) -> int:
     try:
-        n = int(float(value))
+        n = int(str(value).strip())
     except ValueError:
         msg = f"option {name} must be an integer, got {value!r}"
         raise ConfigError(msg) from None
@@ -38,6 +46,58 @@ def _int(value: str, name: str, minimum: int = 0) -> int:
         msg = f"option {name} must be >= {minimum}, got {n}"
         raise ConfigError(msg)
     return n
+
+
+def _float(value: str, name: str, low: float, high: float | None = None) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        msg = f"option {name} must be a number, got {value!r}"
+        raise ConfigError(msg) from None
+    if not (x >= low and (high is None or x <= high)):
+        msg = f"option {name} must be in [{low}, {'inf' if high is None else high}], got {value!r}"
+        raise ConfigError(msg)
+    return x
+
+
+def _bytes(value: str | None, name: str) -> int:
+    """Sizes like '256m', '1g', '65536'; 0 means no cap."""
+    if value is None:
+        return 0
+    m = _SIZE.match(str(value))
+    if not m:
+        msg = f"option {name} must be a size in bytes such as 65536, 256m or 1g, got {value!r}"
+        raise ConfigError(msg)
+    return int(m.group(1)) * 1024 ** "_kmgt".index(m.group(2).lower() or "_")
+
+
+def _regex(value: str | None) -> str | None:
+    if value:
+        try:
+            re.compile(value)
+        except re.error as e:
+            msg = f"option ignorePattern is not a valid regular expression: {value!r} ({e})"
+            raise ConfigError(msg) from None
+    return value or None
+
+
+def _check_names(o: SourceOptions) -> None:
+    """Resolve every policy and workload name now, so a typo fails before Spark starts, listing the choices."""
+    from adaptstream.admission import ADMISSION
+    from adaptstream.connectors.traffic import TRAFFIC
+    from adaptstream.partitioning import PARTITIONERS
+
+    ADMISSION.get(o.admission)
+    if o.partitioner != "time":
+        PARTITIONERS.get(o.partitioner)
+    if o.connector == "generator":
+        from adaptstream.workloads import GENERATORS
+
+        TRAFFIC.get(o.traffic)
+        GENERATORS.get(str(o.generator))
+    if o.partitioner_params and any("=" not in kv for kv in o.partitioner_params.split(";") if kv.strip()):
+        msg = f"option partitionerParams must look like 'name=value;name=value', got {o.partitioner_params!r}"
+        raise ConfigError(msg)
 
 
 @dataclass(frozen=True)
@@ -69,7 +129,14 @@ class SourceOptions:
     partition_key: tuple[str, ...] = ()
     partition_window: float = 0.0
     partitioner_params: str = ""
-    max_datasets_per_batch: int = 0  # 0 = no cap (like Spark's maxFilesPerTrigger)
+    max_files: int = 0  # maxFilesPerTrigger (alias maxDatasetsPerBatch); 0 = no cap
+    max_bytes: int = DEFAULT_MAX_BYTES  # maxBytesPerTrigger; 0 = no cap
+    max_rows: int = 0  # maxRowsPerTrigger (rows estimated from bytes before the executors read); 0 = no cap
+    max_partition_bytes: int = DEFAULT_PARTITION_BYTES
+    file_stable_seconds: float = 0.5
+    ignore_pattern: str | None = None
+    null_value: str = ""
+    multiline: bool = True
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -86,6 +153,8 @@ class SourceOptions:
         if fmt not in ("csv", "json", "jsonl"):
             msg = f"unknown fileFormat {fmt!r}; valid choices: csv, json"
             raise ConfigError(msg)
+        if "maxdatasetsperbatch" in opts:
+            opts.setdefault("maxfilespertrigger", opts["maxdatasetsperbatch"])
         margin: float | str = opts.get("margin", "auto")
         if margin != "auto":
             margin = parse_duration(margin)
@@ -107,8 +176,8 @@ class SourceOptions:
             rate=_int(opts.get("rate", "1000"), "rate"),
             duration=parse_duration(opts["duration"]) if "duration" in opts else None,
             seed=_int(opts.get("seed", "0"), "seed"),
-            jitter=float(opts.get("jitter", "0.25")),
-            amplitude=float(opts.get("amplitude", "0.5")),
+            jitter=_float(opts.get("jitter", "0.25"), "jitter", 0.0),
+            amplitude=_float(opts.get("amplitude", "0.5"), "amplitude", 0.0, 1.0),
             period=parse_duration(opts.get("period", "60")),
             drain=_bool(opts.get("drain", "false"), "drain"),
             sentinel_path=opts.get("sentinelpath"),
@@ -117,12 +186,36 @@ class SourceOptions:
             partition_key=tuple(c.strip() for c in opts.get("partitionkey", "").split(",") if c.strip()),
             partition_window=parse_duration(opts.get("partitionwindow", "0")),
             partitioner_params=opts.get("partitionerparams", ""),
-            max_datasets_per_batch=_int(opts.get("maxdatasetsperbatch", "0"), "maxDatasetsPerBatch"),
+            max_files=_int(opts.get("maxfilespertrigger", "0"), "maxFilesPerTrigger"),
+            max_bytes=_bytes(opts.get("maxbytespertrigger", str(DEFAULT_MAX_BYTES)), "maxBytesPerTrigger"),
+            max_rows=_int(opts.get("maxrowspertrigger", "0"), "maxRowsPerTrigger"),
+            max_partition_bytes=_bytes(opts.get("maxpartitionbytes", str(DEFAULT_PARTITION_BYTES)),
+                                       "maxPartitionBytes"),
+            file_stable_seconds=parse_duration(opts.get("filestableseconds", "0.5")),
+            ignore_pattern=_regex(opts.get("ignorepattern")),
+            null_value=opts.get("nullvalue", ""),
+            multiline=_bool(opts.get("multiline", "true"), "multiLine"),
         )
         o.validate()
+        o.file_format_spec()  # checks the delimiter
+        _check_names(o)
         return o
 
+    def file_format_spec(self):
+        from adaptstream.connectors.parsing import FileFormat
+
+        return FileFormat(self.file_format, self.header, self.delimiter, self.null_value, self.multiline)
+
     def validate(self) -> None:
+        if self.rate <= 0 and self.connector == "generator":
+            msg = f"option rate must be > 0 rows per second, got {self.rate}"
+            raise ConfigError(msg)
+        if self.period <= 0:
+            msg = f"option period must be > 0 seconds, got {self.period}"
+            raise ConfigError(msg)
+        if self.duration is not None and self.duration <= 0:
+            msg = f"option duration must be > 0 seconds, got {self.duration}"
+            raise ConfigError(msg)
         if self.connector == "files" and not self.path:
             msg = "the files connector needs .option('path', DIR): the directory it watches for new files"
             raise ConfigError(msg)
@@ -139,17 +232,24 @@ class SourceOptions:
             msg = f"sentinelPath {self.sentinel_path!r} does not exist"
             raise ConfigError(msg)
 
-    @property
-    def state_dir(self) -> str:
-        """Where the manifest lives: statePath, else <metricsPath>/source, else <path>/_adaptstream."""
+    def state_dir(self, query_id: str | None = None) -> str:
+        """Where the manifest lives: statePath, else <metricsPath>/source, else a directory of this query's own
+        under <path>/_adaptstream/ (its id travels in the offsets Spark checkpoints, so a restart finds it again
+        and two queries on one directory never share state). ``query_id`` None: the layout before query ids."""
         if self.state_path:
             return self.state_path
         if self.metrics_path:
             return os.path.join(self.metrics_path, "source")
-        return os.path.join(str(self.path), "_adaptstream")
+        base = os.path.join(str(self.path), "_adaptstream")
+        return os.path.join(base, query_id) if query_id else base
+
+    @property
+    def per_query_state(self) -> bool:
+        """True when the state directory is chosen per query (neither statePath nor metricsPath given)."""
+        return not (self.state_path or self.metrics_path)
 
     @property
     def input_dir(self) -> str:
         if self.path:
             return self.path
-        return os.path.join(self.state_dir, "input")
+        return os.path.join(self.state_dir(), "input")

@@ -1,0 +1,116 @@
+"""Driver side: which datasets (or rows) go into which Spark input partition.
+
+Default (partitioner ``time``, Spark's own shape): the micro-batch's datasets, in arrival order, are cut into
+contiguous groups of about equal bytes, one group per partition; the driver plans with metadata only and executors
+read and parse (spark/read.py).
+
+Skew-aware partitioners (Prompt, the holistic ones) must see every row's key before they can place it, so for them
+the driver parses each dataset when it arrives (counting keys while it waits, Prompt Alg. 1), plans the rows and
+ships them inside the partitions. That path costs driver CPU per row and does not scale out; docs/source.md gives
+the measured cost.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.datasource import InputPartition
+
+from adaptstream.connectors.base import DatasetRef
+from adaptstream.connectors.parsing import FileFormat, ParseResult
+from adaptstream.spark.read import BlockPartition, FileSlice, SlicePartition, parse_slice, to_ipc, write_part
+
+
+def group_by_bytes(sizes: list[int], n: int) -> list[tuple[int, int]]:
+    """Contiguous [a, b) index ranges of ``sizes`` into at most ``n`` groups of about equal total size."""
+    if not sizes:
+        return []
+    n = max(1, min(n, len(sizes)))
+    cum = np.cumsum(np.asarray(sizes, dtype=np.float64))
+    total = float(cum[-1]) or float(len(sizes))
+    if not cum[-1]:
+        cum = np.arange(1, len(sizes) + 1, dtype=np.float64)
+    cuts = [0]
+    for k in range(1, n):
+        c = int(np.searchsorted(cum, total * k / n, side="left")) + 1
+        cuts.append(min(max(c, cuts[-1] + 1), len(sizes) - (n - k)))
+    cuts.append(len(sizes))
+    return [(a, b) for a, b in itertools.pairwise(cuts) if b > a]
+
+
+def plan_slices(refs: list[DatasetRef], num_blocks: int, max_partition_bytes: int,
+                parts_dir: str) -> list[InputPartition]:
+    """Executor reads: whole datasets per partition, more partitions when a block would exceed the byte bound."""
+    total = sum(r.bytes for r in refs)
+    n = max(num_blocks, math.ceil(total / max_partition_bytes)) if max_partition_bytes > 0 else num_blocks
+    groups = group_by_bytes([r.bytes for r in refs], n)
+    return [SlicePartition(k, [FileSlice.of(r) for r in refs[a:b]], parts_dir) for k, (a, b) in enumerate(groups)]
+
+
+class DriverPlanner:
+    """Parses datasets on the driver as they arrive and places rows with a skew-aware partitioner."""
+
+    def __init__(self, partitioner, key_columns: tuple[str, ...], schema: pa.Schema, fmt: FileFormat,
+                 parts_dir: str, partition_window: float = 0.0, clock: Callable[[], float] = time.time) -> None:
+        self.partitioner = partitioner
+        self.key_columns = key_columns
+        self.schema = schema
+        self.fmt = fmt
+        self.parts_dir = parts_dir
+        self.partition_window = partition_window
+        self.clock = clock
+        self._window_started = clock()
+        self._parsed: dict[int, ParseResult] = {}
+
+    def _keys(self, table: pa.Table) -> np.ndarray:
+        from adaptstream.partitioning import key_hash
+
+        return key_hash(table, self.key_columns)
+
+    def parse(self, ref: DatasetRef) -> ParseResult:
+        res = self._parsed.get(ref.seq)
+        if res is None:
+            sl = FileSlice.of(ref)
+            res = parse_slice(sl, self.schema, self.fmt)
+            write_part(self.parts_dir, sl, res)
+            self._parsed[ref.seq] = res
+            if res.table.num_rows:
+                self.partitioner.observe(self._keys(res.table))  # Prompt Alg. 1: count keys while buffering
+        return res
+
+    def rows(self, ref: DatasetRef) -> int:
+        return self.parse(ref).table.num_rows
+
+    def release(self, num_blocks: int) -> None:
+        release = getattr(self.partitioner, "release", None)
+        if release is not None:  # Prompt's early batch release: plan from the statistics gathered while buffering
+            release(num_blocks)
+
+    def plan(self, refs: list[DatasetRef], num_blocks: int) -> tuple[list[InputPartition], list[int]]:
+        tables = [self.parse(r).table for r in refs]
+        table = pa.concat_tables(tables) if tables else self.schema.empty_table()
+        blocks = self._blocks(table, num_blocks)
+        return [BlockPartition(k, to_ipc(b)) for k, b in enumerate(blocks)], [b.num_rows for b in blocks]
+
+    def _blocks(self, table: pa.Table, n: int) -> list[pa.Table]:
+        if self.partition_window > 0 and self.clock() - self._window_started >= self.partition_window:
+            self.partitioner.on_window_boundary()
+            self._window_started = self.clock()
+        ids = np.asarray(self.partitioner.assign(self._keys(table), n))
+        if self.partition_window <= 0:
+            self.partitioner.on_window_boundary()  # state covers one micro-batch
+        order = np.argsort(ids, kind="stable")
+        counts = np.bincount(ids, minlength=n)
+        cuts = np.concatenate([[0], np.cumsum(counts)])
+        ordered = table.take(pa.array(order))
+        return [ordered.slice(int(cuts[k]), int(counts[k])) for k in range(n)]
+
+    def forget(self, below: int) -> None:
+        """Drop parsed datasets with seq < below (their batch is done)."""
+        for seq in [k for k in self._parsed if k < below]:
+            del self._parsed[seq]

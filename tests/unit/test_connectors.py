@@ -28,8 +28,9 @@ def test_csv_fast_path_types_and_nulls():
 def test_csv_bad_rows_are_quarantined_with_line_and_reason():
     res = parse_csv(b"a,1,0.5\nb,zz,1\nc,2\nd,3,4.5,9\ne,4,1e3\n", SCHEMA)
     assert [r["k"] for r in res.table.to_pylist()] == ["a", "e"]
-    assert [(b["line"], b["raw"]) for b in res.bad] == [(3, "c,2"), (4, "d,3,4.5,9"), (2, "b,zz,1")]
-    assert "column v" in res.bad[2]["reason"]
+    assert [(b["row"], b["offset"], b["raw"]) for b in res.bad] == [(2, 8, "b,zz,1"), (3, 15, "c,2"),
+                                                                     (4, 19, "d,3,4.5,9")]
+    assert "column v" in res.bad[0]["reason"] and "3 fields" not in res.bad[1]["reason"]
 
 
 def test_csv_header_is_skipped():
@@ -40,7 +41,7 @@ def test_csv_header_is_skipped():
 def test_jsonl_bad_lines_quarantined():
     res = parse_jsonl(b'{"k":"a","v":1,"x":1.5}\nnot json\n{"k":"b","v":"seven","x":1}\n{"k":"c","v":3}\n', SCHEMA)
     assert [r["k"] for r in res.table.to_pylist()] == ["a", "c"]
-    assert sorted(b["line"] for b in res.bad) == [2, 3]
+    assert sorted(b["row"] for b in res.bad) == [2, 3]
 
 
 def test_manifest_is_durable_and_ordered(tmp_path):
@@ -59,7 +60,7 @@ def test_files_connector_orders_by_mtime_and_ignores_hidden(tmp_path):
         (d / name).write_text("x,1,1\n")
         os.utime(d / name, (mtime, mtime))
     conn = FilesConnector(Manifest(str(tmp_path / "m.jsonl")), str(d))
-    assert [os.path.basename(r.path) for r in conn.poll()] == ["b.csv", "a.csv"]
+    assert [os.path.basename(r.path) for r in conn.poll()] == ["b.csv", "a.csv"]  # old files are stable
     assert conn.poll() == []
 
 
@@ -69,7 +70,8 @@ def test_files_connector_drain_appends_sentinel_once(tmp_path):
     (d / "a.csv").write_text("x,1,1\n")
     sentinel = tmp_path / "sentinel.csv"
     sentinel.write_text("z,0,0\n")
-    conn = FilesConnector(Manifest(str(tmp_path / "m.jsonl")), str(d), drain=True, sentinel_path=str(sentinel))
+    conn = FilesConnector(Manifest(str(tmp_path / "m.jsonl")), str(d), drain=True, sentinel_path=str(sentinel),
+                          stable_seconds=0)
     assert len(conn.poll()) == 1
     assert conn.poll() == []  # first empty scan
     sealed = conn.poll()
@@ -107,7 +109,7 @@ def test_traffic_patterns():
 
 def test_source_options_validation(tmp_path):
     o = SourceOptions.parse({"path": str(tmp_path), "admission": "lmstream", "slide": "5 seconds"})
-    assert o.slide == 5.0 and o.state_dir.endswith("_adaptstream")
+    assert o.slide == 5.0 and o.state_dir("q1").endswith(os.path.join("_adaptstream", "q1"))
     with pytest.raises(ConfigError, match="unknown adaptstream option"):
         SourceOptions.parse({"path": str(tmp_path), "slid": "5"})
     with pytest.raises(ConfigError, match=r"needs \.option\('path'"):
@@ -123,4 +125,4 @@ def test_csv_timestamps_naive_as_utc_offsets_kept_bad_quarantined():
     res = parse_csv(b"a,2024-01-01 00:00:05\nb,2024-01-01T01:00:06+01:00\nc,notatime\n", schema)
     assert [r["ts"].isoformat() for r in res.table.to_pylist()] == ["2024-01-01T00:00:05+00:00",
                                                                    "2024-01-01T00:00:06+00:00"]
-    assert [b["line"] for b in res.bad] == [3]
+    assert [b["row"] for b in res.bad] == [3]

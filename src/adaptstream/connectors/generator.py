@@ -80,7 +80,8 @@ class GeneratorConnector(FilesConnector):
                  sentinel_path: str | None = None) -> None:
         self.writer = writer
         super().__init__(manifest, writer.out_dir, drain, sentinel_path,
-                         finished=lambda: writer.finished.is_set() and writer.error is None)
+                         finished=lambda: writer.finished.is_set() and writer.error is None,
+                         stable_seconds=0)  # the writer renames complete files into place: no wait needed
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -127,7 +128,8 @@ class Accountant:
             max_latency=max_lat, avg_throughput=self._rows_done / self._proc_done,
             est_max_latency=p.est_max_latency, admission=self.admission, block_rows=block_rows,
             plan_seconds=p.plan_seconds, partitioner=self.partitioner,
-            extra={k: v for k, v in self.policy.state().items() if v is not None},
+            extra={**{k: v for k, v in self.policy.state().items() if v is not None},
+                   "source_cpu_s": time.process_time()},  # the source process's CPU so far (driver-side cost)
         ))
         self.policy.on_batch_complete(BatchOutcome(rows, p.admitted_at, now, max_lat, p.est_max_latency))
         self.batches += 1

@@ -124,7 +124,9 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
 
     def _build_planner(self) -> DriverPlanner | None:
         if self.opts.partitioner == "time":
-            return None
+            if self.opts.read_on == "executors":
+                return None
+            return DriverPlanner(None, (), self.schema, self.fmt, self.parts_dir)
         from adaptstream.partitioning import build_partitioner
 
         if not self.opts.partition_key:

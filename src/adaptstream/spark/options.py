@@ -19,8 +19,9 @@ _KNOWN = {
     "metricspath", "statepath", "generator", "traffic", "rate", "duration", "seed", "jitter", "amplitude",
     "period", "drain", "sentinelpath", "partitioner", "numblocks", "partitionkey", "partitionwindow",
     "partitionerparams", "pollinterval", "maxdatasetsperbatch", "maxfilespertrigger", "maxbytespertrigger",
-    "maxrowspertrigger", "maxpartitionbytes", "filestableseconds", "ignorepattern", "nullvalue", "multiline",
+    "maxrowspertrigger", "maxpartitionbytes", "filestableseconds", "ignorepattern", "nullvalue", "multiline", "readon",
 }
+READ_ON = ("executors", "driver")
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024  # a backlog never becomes one unbounded batch (maxBytesPerTrigger)
 DEFAULT_PARTITION_BYTES = 64 * 1024 * 1024  # one Spark task parses at most about this much
 _SIZE = re.compile(r"^\s*([0-9]+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
@@ -137,6 +138,7 @@ class SourceOptions:
     ignore_pattern: str | None = None
     null_value: str = ""
     multiline: bool = True
+    read_on: str = "executors"  # executors | driver (rows parsed beside the driver and shipped in the partitions)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -195,6 +197,7 @@ class SourceOptions:
             ignore_pattern=_regex(opts.get("ignorepattern")),
             null_value=opts.get("nullvalue", ""),
             multiline=_bool(opts.get("multiline", "true"), "multiLine"),
+            read_on=opts.get("readon", "executors").lower(),
         )
         o.validate()
         o.file_format_spec()  # checks the delimiter
@@ -207,6 +210,9 @@ class SourceOptions:
         return FileFormat(self.file_format, self.header, self.delimiter, self.null_value, self.multiline)
 
     def validate(self) -> None:
+        if self.read_on not in READ_ON:
+            msg = f"unknown readOn {self.read_on!r}; valid choices: {', '.join(READ_ON)}"
+            raise ConfigError(msg)
         if self.rate <= 0 and self.connector == "generator":
             msg = f"option rate must be > 0 rows per second, got {self.rate}"
             raise ConfigError(msg)

@@ -53,7 +53,9 @@ def plan_slices(refs: list[DatasetRef], num_blocks: int, max_partition_bytes: in
 
 
 class DriverPlanner:
-    """Parses datasets on the driver as they arrive and places rows with a skew-aware partitioner."""
+    """Parses datasets on the driver as they arrive and places rows with a skew-aware partitioner (or, with no
+    partitioner, in contiguous arrival-order blocks: the ``readOn=driver`` path, for executors that cannot see the
+    input files and as the baseline of ``adaptstream bench source``)."""
 
     def __init__(self, partitioner, key_columns: tuple[str, ...], schema: pa.Schema, fmt: FileFormat,
                  parts_dir: str, partition_window: float = 0.0, clock: Callable[[], float] = time.time) -> None:
@@ -79,7 +81,7 @@ class DriverPlanner:
             res = parse_slice(sl, self.schema, self.fmt)
             write_part(self.parts_dir, sl, res)
             self._parsed[ref.seq] = res
-            if res.table.num_rows:
+            if res.table.num_rows and self.partitioner is not None:
                 self.partitioner.observe(self._keys(res.table))  # Prompt Alg. 1: count keys while buffering
         return res
 
@@ -98,6 +100,9 @@ class DriverPlanner:
         return [BlockPartition(k, to_ipc(b)) for k, b in enumerate(blocks)], [b.num_rows for b in blocks]
 
     def _blocks(self, table: pa.Table, n: int) -> list[pa.Table]:
+        if self.partitioner is None:  # Spark's default shape: contiguous arrival-order blocks
+            bounds = np.linspace(0, table.num_rows, n + 1).astype(int)
+            return [table.slice(int(a), int(b - a)) for a, b in itertools.pairwise(bounds)]
         if self.partition_window > 0 and self.clock() - self._window_started >= self.partition_window:
             self.partitioner.on_window_boundary()
             self._window_started = self.clock()

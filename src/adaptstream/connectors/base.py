@@ -20,7 +20,7 @@ from adaptstream.errors import ConnectorError
 
 log = logging.getLogger(__name__)
 
-FINGERPRINT_BYTES = 64 * 1024  # bytes hashed at each end of a range
+FINGERPRINT_BYTES = 16 * 1024  # bytes hashed at each end of a range
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class DatasetRef:
 def fingerprint_bytes(head: bytes, tail: bytes, length: int) -> str:
     """Hash of a range's first and last FINGERPRINT_BYTES and its length: cheap on the driver (no full read),
     and it catches rewrites, truncation and most in-place edits. A change confined to the middle of a range
-    larger than 128 KiB that keeps its length is not detected (documented in docs/source.md)."""
+    larger than 32 KiB that keeps its length is not detected (documented in docs/source.md)."""
     h = hashlib.blake2b(digest_size=12)
     h.update(str(length).encode())
     h.update(head)
@@ -60,7 +60,7 @@ def _ends(f, start: int, length: int) -> tuple[bytes, bytes]:
 
 
 def fingerprint(path: str, start: int, length: int) -> str:
-    """Fingerprint of bytes [start, start + length) of a file (reads at most 128 KiB)."""
+    """Fingerprint of bytes [start, start + length) of a file (reads at most 32 KiB)."""
     with open(path, "rb") as f:
         head, tail = _ends(f, start, length)
     if len(head) < min(length, FINGERPRINT_BYTES) or len(tail) < min(length, FINGERPRINT_BYTES):

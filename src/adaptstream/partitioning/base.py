@@ -2,7 +2,8 @@
 
 A partitioner decides, for the rows of one micro-batch, which block (= Spark input partition = task) each
 row goes to. Keys are int64 hashes of the partitioning columns (`key_hash`), so partitioners never see
-Python objects and can run compiled per-tuple loops.
+Python objects and can run compiled per-tuple loops. Snapshot/restore (`state_dict`, taken between batches),
+bounded state and the injected clock follow :mod:`adaptstream.policy`.
 """
 
 from __future__ import annotations
@@ -14,9 +15,13 @@ from typing import Any
 import numpy as np
 
 from adaptstream.errors import PartitioningError
+from adaptstream.policy import Policy
+
+#: decision-log entries a partitioner keeps (a ring buffer: the log is for people, not for decisions)
+LOG_LIMIT = 1024
 
 
-class Partitioner(ABC):
+class Partitioner(Policy, ABC):
     """Decides, for the rows of one micro-batch, which block (= Spark input partition = task) each row
     goes to."""
 
@@ -33,7 +38,7 @@ class Partitioner(ABC):
         """Reset counts/cardinalities when a window expires (holistic Alg. 1 lines 3-5)."""
 
     def decision_log(self) -> list[dict[str, Any]]:
-        """Decisions worth showing to a user (e.g. what `auto` picked per batch)."""
+        """Decisions worth showing to a user (e.g. what `auto` picked per batch); the last LOG_LIMIT batches."""
         return []
 
     def memory_bytes(self) -> int:

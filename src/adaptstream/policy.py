@@ -92,7 +92,7 @@ class Policy:
     def _state(self) -> dict[str, Any]:
         return {}
 
-    def _load_state(self, state: Mapping[str, Any]) -> None:  # noqa: B027 - stateless policies load nothing
+    def _load_state(self, state: Mapping[str, Any]) -> None:
         """Restore from ``_state()``'s dict (default: nothing to restore)."""
 
 

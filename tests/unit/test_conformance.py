@@ -46,8 +46,9 @@ class AdmissionDriver:
     def step(self, policy: Any) -> Any:
         now = self.clock.advance(float(self.rng.choice([0.02, 0.02, 0.05, 0.3, 1.5])))
         if self.rng.random() < 0.3:
-            self.pending.append(PendingDataset(self.seq, now - float(self.rng.uniform(0, 0.02)),
-                                               int(self.rng.integers(1, 5000))))
+            self.pending.append(
+                PendingDataset(self.seq, now - float(self.rng.uniform(0, 0.02)), int(self.rng.integers(1, 5000)))
+            )
             self.seq += 1
         est = policy.estimate_max_latency(now, self.pending)
         admitted = policy.admit(now, self.pending)

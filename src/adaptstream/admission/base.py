@@ -48,7 +48,7 @@ class AdmissionPolicy(Policy, ABC):
     def admit(self, now: float, pending: Sequence[PendingDataset]) -> bool:
         """True to cut a micro-batch of all ``pending`` datasets now."""
 
-    def on_batch_complete(self, outcome: BatchOutcome) -> None:  # noqa: B027 - optional hook
+    def on_batch_complete(self, outcome: BatchOutcome) -> None:
         """Learn from a completed batch (default: nothing to learn)."""
 
     def estimate_max_latency(self, now: float, pending: Sequence[PendingDataset]) -> float | None:

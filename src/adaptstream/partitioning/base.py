@@ -27,14 +27,14 @@ class Partitioner(Policy, ABC):
 
     name: str = "base"
 
-    def observe(self, keys: np.ndarray) -> None:  # noqa: B027 - deliberate default no-op
+    def observe(self, keys: np.ndarray) -> None:
         """int64 key hashes, called as tuples arrive while the batch still buffers (Prompt Alg. 1)."""
 
     @abstractmethod
     def assign(self, keys: np.ndarray, num_blocks: int) -> np.ndarray:
         """int64 key hashes of the batch rows in arrival order -> int32 block id per row in [0, P)."""
 
-    def on_window_boundary(self) -> None:  # noqa: B027 - deliberate default no-op
+    def on_window_boundary(self) -> None:
         """Reset counts/cardinalities when a window expires (holistic Alg. 1 lines 3-5)."""
 
     def decision_log(self) -> list[dict[str, Any]]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import pickle
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -297,3 +299,17 @@ def test_policy_state_file_refuses_a_foreign_snapshot(tmp_path):
 def test_partitioner_parameter_errors_name_the_valid_ones():
     with pytest.raises(ConfigError, match=r"valid: \['cardinality', 'choices', 'window'\]"):
         build_partitioner("am", windw="explicit")
+
+
+def test_every_policy_builds_and_snapshots_without_spark():
+    """Policies are pure Python: a process where pyspark cannot be imported builds and snapshots them all."""
+    code = (
+        "import sys, json; sys.modules['pyspark'] = None\n"
+        "from adaptstream.admission import ADMISSION, build_admission\n"
+        "from adaptstream.partitioning import PARTITIONERS, build_partitioner\n"
+        "built = [build_admission(n) for n in ADMISSION] + [build_partitioner(n) for n in PARTITIONERS]\n"
+        "print(len(json.dumps([p.state_dict() for p in built])) > 0, len(built))\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.split() == ["True", str(len(ADMISSION.names()) + len(PARTITIONERS.names()))]

@@ -2,12 +2,15 @@
 # A real Spark standalone cluster on 127.0.0.1 from the pip package (no downloads): one master, N workers.
 #   scripts/cluster.sh start [WORKERS]   -> prints the master URL (spark://127.0.0.1:7077)
 #   scripts/cluster.sh stop
-# PIDs and logs live in ${ADAPTSTREAM_CLUSTER_DIR:-/tmp/adaptstream-cluster}; stop kills by those PIDs only.
+# PIDs, logs and the workers' work directories (SPARK_WORKER_DIR: application jars and executor logs, which Spark
+# otherwise puts inside the installed pyspark package) live in ${ADAPTSTREAM_CLUSTER_DIR:-/tmp/adaptstream-cluster};
+# stop kills by those PIDs only.
 set -euo pipefail
 DIR=${ADAPTSTREAM_CLUSTER_DIR:-/tmp/adaptstream-cluster}
 PY=${PYTHON:-python3}
 SPARK_HOME=$($PY -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')
-export SPARK_HOME SPARK_PID_DIR="$DIR/pids" SPARK_LOG_DIR="$DIR/logs" SPARK_LOCAL_IP=127.0.0.1
+export SPARK_HOME SPARK_PID_DIR="$DIR/pids" SPARK_LOG_DIR="$DIR/logs" SPARK_WORKER_DIR="$DIR/work"
+export SPARK_LOCAL_IP=127.0.0.1
 export PYSPARK_PYTHON=${PYSPARK_PYTHON:-$(command -v "$PY")}
 PORT=${ADAPTSTREAM_MASTER_PORT:-7077}
 URL="spark://127.0.0.1:$PORT"
@@ -15,7 +18,7 @@ daemon() { bash "$SPARK_HOME/sbin/spark-daemon.sh" "$@"; }
 case "${1:-}" in
   start)
     n=${2:-2}
-    mkdir -p "$SPARK_PID_DIR" "$SPARK_LOG_DIR"
+    mkdir -p "$SPARK_PID_DIR" "$SPARK_LOG_DIR" "$SPARK_WORKER_DIR"
     daemon start org.apache.spark.deploy.master.Master 1 --host 127.0.0.1 --port "$PORT" --webui-port 0 >/dev/null
     for i in $(seq 1 "$n"); do
       daemon start org.apache.spark.deploy.worker.Worker "$i" --host 127.0.0.1 --cores 1 --memory 2g \

@@ -49,6 +49,29 @@ def test_fixed_without_data_skips_the_trigger():
     assert p.admit(20.0, [_ds(0, 11.0)])
 
 
+def test_fixed_restored_after_an_overrun_fires_at_once():
+    p = build_admission("fixed", trigger=10.0)
+    assert not p.admit(3.0, [_ds(0, 2.0)])  # started at 3 s: first trigger at 10 s
+    assert p.admit(10.0, [_ds(0, 2.0)])  # next trigger point 20 s; the batch then runs until 23.5 s
+    saved = p.state_dict()
+    restored, fresh = build_admission("fixed", trigger=10.0), build_admission("fixed", trigger=10.0)
+    restored.load_state_dict(saved)
+    assert restored.admit(23.5, [_ds(1, 14.0)])  # the 20 s trigger passed while the batch ran: at once
+    assert not fresh.admit(23.5, [_ds(1, 14.0)])  # without the state: waits for 30 s
+
+
+def test_lmstream_tumbling_target_is_the_mean_of_every_past_max_latency():
+    """Eq. 3 over the whole history, kept as a running sum and count (bounded), also after a restore."""
+    p = build_admission("lmstream", slide=0.0, margin=0.0, warmup_batches=0)
+    lats = [float(x) for x in range(1, 1001)]
+    for lat in lats:
+        p.on_batch_complete(BatchOutcome(rows=10, admitted_at=0.0, completed_at=1.0, max_latency=lat))
+    assert p.target == pytest.approx(sum(lats) / len(lats))
+    q = build_admission("lmstream", slide=0.0, margin=0.0, warmup_batches=0)
+    q.load_state_dict(json.loads(json.dumps(p.state_dict())))
+    assert q.target == p.target and q.avg_throughput == p.avg_throughput
+
+
 def test_fixed_rejects_non_positive_trigger():
     with pytest.raises(ConfigError):
         build_admission("fixed", trigger=0.0)

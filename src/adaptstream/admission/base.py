@@ -1,7 +1,8 @@
 """Admission: decides when the buffered datasets are cut into a micro-batch.
 
 Policies are pure Python so they can be tested on traces without Spark. The streaming source calls
-``admit`` on every poll (Spark's ``latestOffset``) and ``on_batch_complete`` once a batch has finished.
+``admit`` on every poll (Spark's ``latestOffset``) and ``on_batch_complete`` once a batch has finished; times are
+the ``now`` it passes. Snapshot/restore and bounded state follow :mod:`adaptstream.policy`.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from adaptstream.policy import Policy
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,7 @@ class BatchOutcome:
         return max(self.completed_at - self.admitted_at, 0.0)
 
 
-class AdmissionPolicy(ABC):
+class AdmissionPolicy(Policy, ABC):
     """Stateful admission logic; one instance per streaming query."""
 
     name: str = "base"
@@ -45,7 +48,7 @@ class AdmissionPolicy(ABC):
     def admit(self, now: float, pending: Sequence[PendingDataset]) -> bool:
         """True to cut a micro-batch of all ``pending`` datasets now."""
 
-    def on_batch_complete(self, outcome: BatchOutcome) -> None:  # noqa: B027 - optional hook
+    def on_batch_complete(self, outcome: BatchOutcome) -> None:
         """Learn from a completed batch (default: nothing to learn)."""
 
     def estimate_max_latency(self, now: float, pending: Sequence[PendingDataset]) -> float | None:

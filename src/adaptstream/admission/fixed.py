@@ -7,8 +7,9 @@ immediately by the next. The LMStream paper's Baseline is this trigger with T = 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from adaptstream.admission.base import AdmissionPolicy, PendingDataset
 from adaptstream.errors import ConfigError
@@ -46,3 +47,10 @@ class FixedPolicy(AdmissionPolicy):
 
     def state(self) -> dict[str, float | int | None]:
         return {"next_fire": self._next_fire}
+
+    def _state(self) -> dict[str, Any]:
+        return {"next_fire": self._next_fire}
+
+    def _load_state(self, state: Mapping[str, Any]) -> None:
+        nf = state["next_fire"]
+        self._next_fire = None if nf is None else float(nf)

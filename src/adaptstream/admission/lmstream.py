@@ -14,18 +14,24 @@ Documented additions of ours; ``margin=0, warmup_batches=0`` gives the paper's r
 * Until a batch has completed there is no AvgThPut, so the policy admits at once (Spark runs batch 0 anyway).
 * ``warmup_batches`` (default 1): the first completed data batch pays Spark's code generation (seconds), so it is
   left out of AvgThPut; with 0 the throughput is Eq. 4 exactly.
+
+Bounded state: Eq. 4 is two running sums (rows, processing time) and the tumbling target (Eq. 3, the mean of *all*
+past MaxLat) a running sum and count, so both keep the paper's cumulative semantics in O(1) memory; the auto margin
+reads ring buffers of the last ``history`` batches and polls.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from adaptstream.admission.base import AdmissionPolicy, BatchOutcome, PendingDataset
 from adaptstream.errors import ConfigError
+from adaptstream.policy import finite_or_none
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,12 @@ class LMStreamConfig:
         if not (self.margin == "auto" or (isinstance(self.margin, int | float) and self.margin >= 0)):
             msg = f"lmstream margin must be 'auto' or a non-negative number of seconds, got {self.margin!r}"
             raise ConfigError(msg)
+        if self.history < 1 or self.warmup_batches < 0 or self.poll_interval < 0:
+            msg = (
+                "lmstream needs history >= 1, warmup_batches >= 0 and poll_interval >= 0, got "
+                f"history={self.history}, warmup_batches={self.warmup_batches}, poll_interval={self.poll_interval}"
+            )
+            raise ConfigError(msg)
         return LMStreamPolicy(self)
 
 
@@ -54,7 +66,8 @@ class LMStreamPolicy(AdmissionPolicy):
         self.rows_done = 0
         self.proc_time_done = 0.0
         self.batches_seen = 0
-        self.max_lats: list[float] = []
+        self.max_lat_sum = 0.0  # Eq. 3 target: sum and count of every past MaxLat (O(1), not a list)
+        self.max_lat_count = 0
         self._proc_errors: deque[float] = deque(maxlen=config.history)
         self._poll_gaps: deque[float] = deque(maxlen=config.history)
         self._last_poll: float | None = None
@@ -73,7 +86,7 @@ class LMStreamPolicy(AdmissionPolicy):
         """The latency the policy holds MaxLat to: SlideTime, or the mean of past MaxLat when tumbling."""
         if self.config.slide > 0:
             return self.config.slide
-        return float(np.mean(self.max_lats)) if self.max_lats else None
+        return self.max_lat_sum / self.max_lat_count if self.max_lat_count else None
 
     def margin(self) -> float:
         if self.config.margin != "auto":
@@ -121,7 +134,8 @@ class LMStreamPolicy(AdmissionPolicy):
         if self._last_est_proc is not None:
             self._proc_errors.append(outcome.processing_time - self._last_est_proc)
         self._last_est_proc = None
-        self.max_lats.append(outcome.max_latency)
+        self.max_lat_sum += outcome.max_latency
+        self.max_lat_count += 1
         if self.batches_seen <= self.config.warmup_batches:
             return  # the first batch pays Spark's code generation: not representative of throughput
         self.rows_done += outcome.rows
@@ -129,3 +143,28 @@ class LMStreamPolicy(AdmissionPolicy):
 
     def state(self) -> dict[str, float | int | None]:
         return {"avg_thput": self.avg_throughput, "target": self.target, "margin": self.margin()}
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "rows_done": self.rows_done,
+            "proc_time_done": self.proc_time_done,
+            "batches_seen": self.batches_seen,
+            "max_lat_sum": self.max_lat_sum,
+            "max_lat_count": self.max_lat_count,
+            "proc_errors": list(self._proc_errors),
+            "poll_gaps": list(self._poll_gaps),
+            "last_poll": finite_or_none(self._last_poll),
+            "last_est_proc": finite_or_none(self._last_est_proc),
+        }
+
+    def _load_state(self, state: Mapping[str, Any]) -> None:
+        self.rows_done = int(state["rows_done"])
+        self.proc_time_done = float(state["proc_time_done"])
+        self.batches_seen = int(state["batches_seen"])
+        self.max_lat_sum = float(state["max_lat_sum"])
+        self.max_lat_count = int(state["max_lat_count"])
+        self._proc_errors = deque((float(x) for x in state["proc_errors"]), maxlen=self.config.history)
+        self._poll_gaps = deque((float(x) for x in state["poll_gaps"]), maxlen=self.config.history)
+        lp, le = state["last_poll"], state["last_est_proc"]
+        self._last_poll = None if lp is None else float(lp)
+        self._last_est_proc = None if le is None else float(le)

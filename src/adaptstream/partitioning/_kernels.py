@@ -89,6 +89,26 @@ class IntTable:
         self.vals.fill(0)
         self.size = 0
 
+    def items(self) -> tuple[np.ndarray, np.ndarray]:
+        """The occupied (key, value) pairs, in slot order (the snapshot of the table's content)."""
+        used = self.keys != EMPTY
+        return self.keys[used].copy(), self.vals[used].copy()
+
+    def load(self, keys: np.ndarray, vals: np.ndarray) -> None:
+        """Replace the content with these distinct (key, value) pairs."""
+        keys = np.ascontiguousarray(keys, dtype=np.int64)
+        vals = np.ascontiguousarray(vals, dtype=np.int64)
+        if keys.shape != vals.shape or (keys == EMPTY).any():
+            msg = "IntTable.load needs equally long key and value arrays without the empty marker"
+            raise ValueError(msg)
+        self.clear()
+        self.reserve(len(keys))
+        rehash(keys, vals, self.keys, self.vals)
+        self.size = int((self.keys != EMPTY).sum())
+        if self.size != len(keys):
+            msg = "IntTable.load got duplicate keys"
+            raise ValueError(msg)
+
     @property
     def nbytes(self) -> int:
         return int(self.keys.nbytes + self.vals.nbytes)

@@ -12,9 +12,16 @@ Every tuple's key is fed to `choices` independent hash functions H_1..H_d (holis
 Cardinality structures (holistic Sec. 3.2): "exact" keeps one table key -> bitmask of blocks that received
 it (equivalent to V unordered sets, O(1) update/contains); "hll" keeps V HyperLogLog sketches with the
 paper's optimistic contains (estimate, trial update, compare: Sec. 3.2.2).
+
+State is bounded by the window: with window="batch" nothing carries over between batches; with "explicit" the
+cardinality statistics span until on_window_boundary() (the exact table holds the window's distinct keys, the HLL
+sketches a fixed V * 2**bits bytes), and that is what state_dict() saves.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -23,6 +30,7 @@ from adaptstream.errors import PartitioningError
 from adaptstream.partitioning._kernels import IntTable, mix64, sanitize_keys, slot_of
 from adaptstream.partitioning.base import Partitioner, check_args
 from adaptstream.partitioning.hll import BlockHLL, hll_estimate, hll_index_rank
+from adaptstream.policy import decode_array, encode_array
 
 MODE_PK, MODE_CM, MODE_AM, MODE_CAM, MODE_LM = 0, 1, 2, 3, 4
 MAX_EXACT_BLOCKS = 63  # exact mode stores the blocks of a key as bits of one int64
@@ -239,3 +247,40 @@ class OnlinePartitioner(Partitioner):
 
     def distinct_keys_tracked(self) -> int:
         return self._table.size
+
+    def _state(self) -> dict[str, Any]:
+        state: dict[str, Any] = {"blocks": self._blocks}
+        if self.window == "explicit" and self._blocks:  # "batch" resets everything at the next assign
+            state["card"] = encode_array(self._card)
+            keys, vals = self._table.items()
+            state["table_keys"], state["table_vals"] = encode_array(keys), encode_array(vals)
+            if self._hll is not None:
+                state["hll"] = {
+                    "regs": encode_array(self._hll.regs),
+                    "z": encode_array(self._hll.z),
+                    "zeros": encode_array(self._hll.zeros),
+                }
+        return state
+
+    def _load_state(self, state: Mapping[str, Any]) -> None:
+        blocks = int(state["blocks"])
+        self._blocks = 0
+        if blocks:
+            self._ensure(blocks)
+        if "card" not in state:
+            return
+        card = decode_array(state["card"])
+        if card.shape != (blocks,):
+            msg = f"card has shape {card.shape}, expected ({blocks},)"
+            raise ValueError(msg)
+        self._card = card.astype(np.int64)
+        self._table.load(decode_array(state["table_keys"]), decode_array(state["table_vals"]))
+        if self._hll is not None:
+            hll = state["hll"]
+            regs = decode_array(hll["regs"])
+            if regs.shape != self._hll.regs.shape:
+                msg = f"HLL registers have shape {regs.shape}, expected {self._hll.regs.shape}"
+                raise ValueError(msg)
+            self._hll.regs = regs.astype(np.uint8)
+            self._hll.z = decode_array(hll["z"]).astype(np.float64)
+            self._hll.zeros = decode_array(hll["zeros"]).astype(np.int64)

@@ -6,19 +6,23 @@ cAM will offer the best trade-off between imbalance and aggregation cost."
 
 Per batch we count the groups G (exact, or HyperLogLog with cardinality="hll") and the tuples per block
 N/P; G * ratio <= N/P picks `few_groups` (shuffle), else `many_groups` (cam by default). "Significantly
-less" is the `ratio` parameter (default 10; the paper gives no number). Every choice is logged.
+less" is the `ratio` parameter (default 10; the paper gives no number). Every choice is logged (the last
+LOG_LIMIT batches are kept).
 """
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from adaptstream.errors import PartitioningError
-from adaptstream.partitioning.base import Partitioner, check_args
+from adaptstream.partitioning.base import LOG_LIMIT, Partitioner, check_args
 from adaptstream.partitioning.hll import hll_count
+from adaptstream.policy import Clock
 
 
 class AutoPartitioner(Partitioner):
@@ -29,7 +33,8 @@ class AutoPartitioner(Partitioner):
             msg = f"cardinality must be 'exact' or 'hll', got {cardinality!r}"
             raise PartitioningError(msg)
         self.few, self.many, self.ratio, self.cardinality = few, many, float(ratio), cardinality
-        self._log: list[dict[str, Any]] = []
+        self._log: deque[dict[str, Any]] = deque(maxlen=LOG_LIMIT)
+        self._batches = 0
 
     def observe(self, keys: np.ndarray) -> None:
         self.many.observe(keys)
@@ -42,7 +47,7 @@ class AutoPartitioner(Partitioner):
         chosen = self.few if few else self.many
         self._log.append(
             {
-                "batch": len(self._log),
+                "batch": self._batches,
                 "rows": len(keys),
                 "groups": groups,
                 "tuples_per_block": per_block,
@@ -50,6 +55,7 @@ class AutoPartitioner(Partitioner):
                 "rule": f"groups*{self.ratio:g} {'<=' if few else '>'} tuples/block",
             }
         )
+        self._batches += 1
         return chosen.assign(keys, num_blocks)
 
     def on_window_boundary(self) -> None:
@@ -61,6 +67,20 @@ class AutoPartitioner(Partitioner):
 
     def memory_bytes(self) -> int:
         return self.few.memory_bytes() + self.many.memory_bytes()
+
+    def set_clock(self, clock: Clock) -> Partitioner:
+        self.clock = clock
+        self.few.set_clock(clock)
+        self.many.set_clock(clock)
+        return self
+
+    def _state(self) -> dict[str, Any]:
+        return {"batches": self._batches, "few": self.few.state_dict(), "many": self.many.state_dict()}
+
+    def _load_state(self, state: Mapping[str, Any]) -> None:
+        self._batches = int(state["batches"])
+        self.few.load_state_dict(state["few"])
+        self.many.load_state_dict(state["many"])
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 A partitioner decides, for the rows of one micro-batch, which block (= Spark input partition = task) each
 row goes to. Keys are int64 hashes of the partitioning columns (`key_hash`), so partitioners never see
-Python objects and can run compiled per-tuple loops.
+Python objects and can run compiled per-tuple loops. Snapshot/restore (`state_dict`, taken between batches),
+bounded state and the injected clock follow :mod:`adaptstream.policy`.
 """
 
 from __future__ import annotations
@@ -14,26 +15,30 @@ from typing import Any
 import numpy as np
 
 from adaptstream.errors import PartitioningError
+from adaptstream.policy import Policy
+
+#: decision-log entries a partitioner keeps (a ring buffer: the log is for people, not for decisions)
+LOG_LIMIT = 1024
 
 
-class Partitioner(ABC):
+class Partitioner(Policy, ABC):
     """Decides, for the rows of one micro-batch, which block (= Spark input partition = task) each row
     goes to."""
 
     name: str = "base"
 
-    def observe(self, keys: np.ndarray) -> None:  # noqa: B027 - deliberate default no-op
+    def observe(self, keys: np.ndarray) -> None:
         """int64 key hashes, called as tuples arrive while the batch still buffers (Prompt Alg. 1)."""
 
     @abstractmethod
     def assign(self, keys: np.ndarray, num_blocks: int) -> np.ndarray:
         """int64 key hashes of the batch rows in arrival order -> int32 block id per row in [0, P)."""
 
-    def on_window_boundary(self) -> None:  # noqa: B027 - deliberate default no-op
+    def on_window_boundary(self) -> None:
         """Reset counts/cardinalities when a window expires (holistic Alg. 1 lines 3-5)."""
 
     def decision_log(self) -> list[dict[str, Any]]:
-        """Decisions worth showing to a user (e.g. what `auto` picked per batch)."""
+        """Decisions worth showing to a user (e.g. what `auto` picked per batch); the last LOG_LIMIT batches."""
         return []
 
     def memory_bytes(self) -> int:

@@ -17,11 +17,17 @@
 
 Deviation: CountTree is an array of approximate counts, and its in-order traversal is a numpy argsort at
 release time (O(K log K), measured by benchmarks/partitioning_cost.py), not a literal balanced BST.
+
+State across batches is bounded: the last `history` batch sizes and key counts (N_est, K_avg) and a decision log
+of the last LOG_LIMIT batches; arrival times within a batch come from the injected clock, the plan/cut costs it
+logs from the real perf_counter (they measure work, not decisions).
 """
 
 from __future__ import annotations
 
 import time as _time
+from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +36,8 @@ from numba import njit
 
 from adaptstream.errors import PartitioningError
 from adaptstream.partitioning._kernels import IntTable, mix64, sanitize_keys, slot_of
-from adaptstream.partitioning.base import Partitioner, check_args
+from adaptstream.partitioning.base import LOG_LIMIT, Partitioner, check_args
+from adaptstream.policy import Clock
 
 
 # ----------------------------------------------------------------------------------------- Alg. 1
@@ -313,19 +320,46 @@ class PromptPartitioner(Partitioner):
     name = "prompt"
 
     def __init__(
-        self, budget: int = 8, batch_interval_s: float = 1.0, history: int = 3, release_fraction: float = 0.95
+        self,
+        budget: int = 8,
+        batch_interval_s: float = 1.0,
+        history: int = 3,
+        release_fraction: float = 0.95,
+        clock: Clock | None = None,
     ) -> None:
         if budget < 1:
             msg = f"budget must be >= 1, got {budget}"
             raise PartitioningError(msg)
+        if history < 1:
+            msg = f"history must be >= 1 batch, got {history}"
+            raise PartitioningError(msg)
+        if batch_interval_s <= 0 or not 0 < release_fraction <= 1:
+            msg = f"need batch_interval_s > 0 and 0 < release_fraction <= 1, got {batch_interval_s}, {release_fraction}"
+            raise PartitioningError(msg)
+        if clock is not None:
+            self.clock = clock
         self.budget = int(budget)
         self.batch_interval_s = float(batch_interval_s)
         self.history = int(history)
         self.release_fraction = float(release_fraction)
-        self._past_n: list[int] = []
-        self._past_k: list[int] = []
-        self._log: list[dict[str, Any]] = []
+        self._past_n: deque[int] = deque(maxlen=self.history)  # N_est = the last batch's size
+        self._past_k: deque[int] = deque(maxlen=self.history)  # K_avg = mean keys of the last `history` batches
+        self._log: deque[dict[str, Any]] = deque(maxlen=LOG_LIMIT)
         self._reset_batch()
+
+    def set_clock(self, clock: Clock) -> Partitioner:
+        """The buffering batch's times restart at 0 on the new clock (readings of different clocks do not compare)."""
+        self.clock = clock
+        self._t0 = clock()
+        return self
+
+    def _state(self) -> dict[str, Any]:
+        return {"past_n": list(self._past_n), "past_k": list(self._past_k)}
+
+    def _load_state(self, state: Mapping[str, Any]) -> None:
+        self._past_n = deque((int(x) for x in state["past_n"]), maxlen=self.history)
+        self._past_k = deque((int(x) for x in state["past_k"]), maxlen=self.history)
+        self._reset_batch()  # N_est, K_avg and f0 of the next batch come from the restored history
 
     # -- buffering (Alg. 1)
     def _reset_batch(self) -> None:
@@ -340,11 +374,11 @@ class PromptPartitioner(Partitioner):
         self._last_upd = np.zeros(cap, np.float64)
         self._tree = np.zeros(cap, np.int64)
         self._row_kid = np.zeros(1024, np.int64)
-        self._t0 = _time.perf_counter()
+        self._t0 = self.clock()
         self._plan: tuple[Any, ...] | None = None
         self._plan_seconds = 0.0
         n_est = self._past_n[-1] if self._past_n else 0
-        k_avg = float(np.mean(self._past_k[-self.history :])) if self._past_k else 0.0
+        k_avg = float(np.mean(self._past_k)) if self._past_k else 0.0
         self._n_est = float(n_est)
         self._f0 = n_est / (k_avg * self.budget) if k_avg > 0 else 1.0  # f = N_est / (K_avg * budget)
 
@@ -362,7 +396,7 @@ class PromptPartitioner(Partitioner):
     def observe(self, keys: np.ndarray, now: float | None = None) -> None:
         """Buffer statistics of arriving tuples; `now`: seconds since the batch started (default: clock)."""
         keys = sanitize_keys(check_args(keys, 1))
-        t = (_time.perf_counter() - self._t0) if now is None else float(now)
+        t = (self.clock() - self._t0) if now is None else float(now)
         for lo in range(0, len(keys), 1 << 16):
             chunk = keys[lo : lo + (1 << 16)]
             self._table.reserve(len(chunk))
@@ -404,7 +438,8 @@ class PromptPartitioner(Partitioner):
 
     # -- planning (Alg. 2 + early batch release)
     def release(self, num_blocks: int) -> float:
-        """Early batch release: plan the blocks from the statistics so far; returns planning seconds."""
+        """Early batch release: plan the blocks from the statistics so far; returns planning seconds (measured
+        with perf_counter, not the injected clock: it is the cost of the work)."""
         t = _time.perf_counter()
         k = int(self._box[1])
         order = np.argsort(-self._tree[:k], kind="stable")  # in-order traversal of CountTree

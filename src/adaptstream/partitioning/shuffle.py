@@ -3,7 +3,9 @@ locality, so aggregation cost up to V * ||S|| (holistic Prop. 1)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -23,6 +25,12 @@ class ShufflePartitioner(Partitioner):
         out = ((np.arange(len(keys), dtype=np.int64) + self._offset) % num_blocks).astype(np.int32)
         self._offset = (self._offset + len(keys)) % num_blocks
         return out
+
+    def _state(self) -> dict[str, Any]:
+        return {"offset": self._offset}
+
+    def _load_state(self, state: Mapping[str, Any]) -> None:
+        self._offset = int(state["offset"])
 
 
 @dataclass(frozen=True)

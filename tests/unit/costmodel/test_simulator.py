@@ -35,6 +35,7 @@ def _linear(rate: float, n_filters: int = 2, width: int = 8) -> QueryGraph:
     return QueryGraph("lin", tuple(ops), tuple(itertools.pairwise(ids)))
 
 
+@pytest.mark.slow
 def test_more_cpu_is_not_slower() -> None:
     q = _linear(25600)
     res = {}

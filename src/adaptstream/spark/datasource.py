@@ -36,6 +36,7 @@ from adaptstream.admission import PendingDataset, build_admission
 from adaptstream.connectors.base import Connector, DatasetRef, Manifest, StateLock
 from adaptstream.errors import ConfigError, ConnectorError
 from adaptstream.metrics.recorder import MetricsRecorder
+from adaptstream.policy import PolicyStateFile
 from adaptstream.spark.accounting import Accountant, Planned, Quarantine
 from adaptstream.spark.options import SourceOptions
 from adaptstream.spark.planner import DriverPlanner, plan_slices
@@ -109,6 +110,9 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self.accounts = Accountant(MetricsRecorder(self.opts.metrics_path), self.quarantine, self.parts_dir,
                                    policy, self.opts.admission, self.opts.partitioner)
         self.planner = self._build_planner()
+        # What the policies learned survives a restart: restored before anything is observed, saved at every commit.
+        self.policy_state = PolicyStateFile(os.path.join(self.state_dir, "policies.json"))
+        self.policy_state.restore(**self._policies())
         self._admissions: dict[int, tuple[float, float | None]] = {}
         self._target: int | None = None  # Trigger.AvailableNow: the last offset to deliver
         self._polls = 0
@@ -139,6 +143,9 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         params = dict(kv.split("=", 1) for kv in self.opts.partitioner_params.split(";") if "=" in kv)
         return DriverPlanner(build_partitioner(self.opts.partitioner, **params), self.opts.partition_key,
                              self.schema, self.fmt, self.parts_dir, self.opts.partition_window)
+
+    def _policies(self) -> dict:
+        return {"admission": self.accounts.policy, "partitioner": self.planner.partitioner if self.planner else None}
 
     def _file_changed(self, path: str, reason: str) -> None:
         self.quarantine.add([{"seq": None, "path": path, "row": None, "offset": None, "raw": None, "reason": reason}])
@@ -173,7 +180,7 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self._ensure_started(start)
         now = time.time()
         s = int(start["seq"])
-        self.accounts.complete(s, now)
+        self._complete(s, now)
         self._polls += 1
         if self._polls == 2:  # the first poll comes before Spark's start-up batch 0, the second after it
             self.connector.start()
@@ -259,10 +266,15 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         if not self._started:
             return
         e = int(end["seq"])
-        self.accounts.complete(e, time.time())
+        self._complete(e, time.time())
         self._admissions = {k: v for k, v in self._admissions.items() if k > e}
         if self.planner is not None:
             self.planner.forget(e if self.accounts.inflight is None else min(e, self.accounts.inflight.start))
+
+    def _complete(self, end: int, now: float) -> None:
+        """Account the batch ending at ``end`` if it is the one in flight, then snapshot the policies."""
+        if self.accounts.complete(end, now) is not None:
+            self.policy_state.save(end, **self._policies())
 
     def stop(self) -> None:
         if self._started:

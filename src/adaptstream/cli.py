@@ -111,7 +111,7 @@ def _progress_info(snap: dict) -> str:
     return f"batches {snap['batches']}" + (f", last MaxLat {lat:.2f}s" if lat is not None else "")
 
 
-def _run_with_progress(spark, spec, run_dir: str):
+def _run_with_progress(spark, spec, run_dir: str, log_file: str):
     from adaptstream.runner import input_files, run_workload
 
     total = len(input_files(spec.input_dir)) if spec.input_dir else round(spec.duration)
@@ -122,7 +122,10 @@ def _run_with_progress(spark, spec, run_dir: str):
         def show(snap: dict) -> None:
             prog.update(task, completed=min(snap["completed"], total), info=_progress_info(snap))
 
-        return run_workload(spark, spec, run_dir, on_progress=show, fresh=False)
+        try:
+            return run_workload(spark, spec, run_dir, on_progress=show, fresh=False)
+        except AdaptstreamError as exc:
+            raise type(exc)(f"{exc} (Spark's log: {log_file})") from exc
 
 
 def _print_table(results) -> None:
@@ -185,8 +188,9 @@ def run(
         msg = (f"--input {input!r} holds no data files (names starting with '.' or '_' are skipped): "
                "nothing to run")
         raise ConfigError(msg)
-    spark = _spark(master, os.path.join(_fresh_dir(run_dir), "spark.log"))
-    result = _run_with_progress(spark, spec, run_dir)
+    log_file = os.path.join(_fresh_dir(run_dir), "spark.log")
+    spark = _spark(master, log_file)
+    result = _run_with_progress(spark, spec, run_dir, log_file)
     plot_timelines({admission: result.metrics_dir}, os.path.join(run_dir, "timeline.png"),
                    f"{workload} under {admission}", result.slide or None)
     _print_table([result])
@@ -211,8 +215,9 @@ def demo(
     run_dir = run_dir or os.path.join("runs", f"demo-{time.strftime('%Y%m%d-%H%M%S')}")
     for spec in specs:
         check_spec(spec, os.path.join(run_dir, spec.admission))
-    spark = _spark(master, os.path.join(_fresh_dir(run_dir), "spark.log"))
-    results = [_run_with_progress(spark, spec, os.path.join(run_dir, spec.admission)) for spec in specs]
+    log_file = os.path.join(_fresh_dir(run_dir), "spark.log")
+    spark = _spark(master, log_file)
+    results = [_run_with_progress(spark, spec, os.path.join(run_dir, spec.admission), log_file) for spec in specs]
     md = write_comparison(results, run_dir, f"adaptstream demo: {workload}, {traffic} traffic at {rate} rows/s")
     _print_table(results)
     console.print(f"comparison: [bold]{md}[/] and plots in {run_dir} (Spark's log: {run_dir}/spark.log)")

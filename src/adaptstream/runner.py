@@ -72,20 +72,37 @@ def _last_is_sentinel(manifest: str) -> bool:
     return bool(lines) and bool(json.loads(lines[-1]).get("sentinel"))
 
 
-def progress_snapshot(metrics_dir: str) -> dict:
-    """Cheap numbers for a live display (line counts, last batch), read from the run's files."""
+def _read_jsonl(path: str) -> list[dict]:
+    if not os.path.exists(path):
+        return []
+    with open(path, "rb") as f:
+        return [json.loads(line) for line in f.read().splitlines() if line.strip()]
+
+
+def progress_snapshot(metrics_dir: str, warmup: float = 0.0) -> dict:
+    """Cheap numbers for a live display, read from the run's files and counted as the summary counts them:
+    batches that hold data (not the end-of-input marker) and that are not wholly inside the warm-up."""
     manifest = os.path.join(metrics_dir, "source", "manifest.jsonl")
-    snap = {"arrived": _count_lines(manifest), "sealed": _last_is_sentinel(manifest),
-            "completed": _count_lines(os.path.join(metrics_dir, "datasets.jsonl")),
-            "batches": 0, "last_max_latency": None, "last_rows": None}
-    path = os.path.join(metrics_dir, "batches.jsonl")
-    if os.path.exists(path):
-        with open(path, "rb") as f:
-            lines = f.read().splitlines()
-        snap["batches"] = len(lines)
-        if lines:
-            last = json.loads(lines[-1])
-            snap["last_max_latency"], snap["last_rows"] = last["max_latency"], last["rows"]
+    datasets = _read_jsonl(os.path.join(metrics_dir, "datasets.jsonl"))
+    snap = {"arrived": _count_lines(manifest), "sealed": _last_is_sentinel(manifest), "completed": len(datasets),
+            "batches": 0, "last_max_latency": None, "last_rows": None, "warmup": warmup, "warming_up": False}
+    data = [d for d in datasets if not d.get("sentinel")]
+    first_counted = 0
+    if warmup > 0:
+        if not data:
+            snap["warming_up"] = True
+            return snap
+        start = min(d["arrival"] for d in data)
+        counted = [d["seq"] for d in data if d["arrival"] >= start + warmup]
+        if not counted:
+            snap["warming_up"] = True
+            return snap
+        first_counted = min(counted)
+    batches = [b for b in _read_jsonl(os.path.join(metrics_dir, "batches.jsonl"))
+               if b.get("max_latency", 0) > 0 and b["end"] > first_counted]
+    snap["batches"] = len({(b["start"], b["end"]) for b in batches})
+    if batches:
+        snap["last_max_latency"], snap["last_rows"] = batches[-1]["max_latency"], batches[-1]["rows"]
     return snap
 
 
@@ -260,7 +277,7 @@ def _wait_until_done(query, spec: RunSpec, metrics_dir: str, on_progress) -> int
             _raise_if_failed(query)
             msg = "the streaming query stopped unexpectedly"
             raise AdaptstreamError(msg)
-        snap = progress_snapshot(metrics_dir)
+        snap = progress_snapshot(metrics_dir, spec.warmup)
         if on_progress:
             on_progress(snap)
         target = snap["arrived"]

@@ -247,15 +247,20 @@ def query_error(text: str) -> AdaptstreamError:
     Failures that are not ours keep the last Python exception line, else the first line of the text.
     """
     classes = _error_classes()
-    ours, other = None, None
+    ours = None
     for m in _PY_EXC_LINE.finditer(text):
         name, msg = m.group(1).rsplit(".", 1)[-1], m.group(2).strip()
         if name in classes:
             ours = (classes[name], msg)
-        else:
-            other = f"{name}: {msg}"
     if ours is not None:
         return ours[0](ours[1])
+    other = None
+    if "Traceback (most recent call last):" in text:  # the first unindented line after the last Python traceback
+        tail = text.rsplit("Traceback (most recent call last):", 1)[1].splitlines()
+        other = next((ln.strip() for ln in tail if ln.strip() and not ln[0].isspace()), None)
+        if other:
+            name, sep, msg = other.partition(": ")
+            other = f"{name.rsplit('.', 1)[-1]}{sep}{msg}"
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "no message")
     return AdaptstreamError(f"the streaming query failed: {other or first}")
 

@@ -82,8 +82,8 @@ def test_run_help_lists_every_registered_choice(capsys):
 USAGE_ERRORS = [
     ((), "Usage: adaptstream"),  # no arguments: the help, as a usage error
     (("run", "--bogus"), "No such option: --bogus"),
-    (("run", "--rate", "abc"), "valid integer"),
-    (("run", "--rate", "-500"), "greater than or equal to 0"),
+    (("run", "--rate", "abc"), "Invalid value for '--rate'"),
+    (("run", "--rate", "-500"), "Invalid value for '--rate'"),
     (("run", "--duration", "0"), "--duration"),
     (("run", "--num-blocks", "0"), "--num-blocks"),
     (("nope",), "No such command 'nope'"),

@@ -180,7 +180,8 @@ def lmstream_command(
     rate_duration: float = 40.0,
     out: Annotated[str | None, typer.Option(metavar="DIR", help="report directory "
                                             "[default: runs/bench-lmstream-<time>]")] = None,
-    update_docs: Annotated[bool, typer.Option(help="write the committed report in docs/results/lmstream")] = False,
+    update_docs: Annotated[bool, typer.Option("--update-docs",
+                                              help="write the committed report in docs/results/lmstream")] = False,
     runs_dir: Annotated[str | None, typer.Option(metavar="DIR", help="where the raw run directories go [default: "
                                                  "OUT/runs; runs/bench-lmstream with --update-docs]")] = None,
     master: str = "local[2]",

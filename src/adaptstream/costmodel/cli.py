@@ -214,7 +214,8 @@ def evaluate(
     corpus: Annotated[Path, typer.Option()] = CORPUS,
     out: Annotated[Path | None, typer.Option(metavar="DIR", help="report directory "
                                              "[default: runs/costmodel-eval-<time>]")] = None,
-    update_docs: Annotated[bool, typer.Option(help="write the committed report in docs/results/")] = False,
+    update_docs: Annotated[bool, typer.Option("--update-docs",
+                                              help="write the committed report in docs/results/")] = False,
     models: Annotated[Path, typer.Option(help="where the trained models are written")] = MODELS,
     experiments: Annotated[str, typer.Option(help="comma-separated")] = "exp1,exp2,exp3,exp4,exp5,exp7,real",
     n_train: Annotated[int, typer.Option()] = 16000,

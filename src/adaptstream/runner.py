@@ -14,7 +14,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from adaptstream.errors import AdaptstreamError, ConfigError
 from adaptstream.metrics.summary import RunSummary, summarize
@@ -188,6 +188,10 @@ def run_workload(spark, spec: RunSpec, run_dir: str, on_progress: Callable[[dict
     """Start the query, wait until the input is done and every dataset's batch completed, stop, summarise."""
     from adaptstream.workloads import GENERATORS, WORKLOADS
 
+    # Absolute paths: Spark's JVM and the source's Python process keep the working directory they started in.
+    run_dir = os.path.abspath(run_dir)
+    if spec.input_dir:
+        spec = replace(spec, input_dir=os.path.abspath(spec.input_dir))
     check_spec(spec, run_dir)
     workload = WORKLOADS.get(spec.workload)
     generator = GENERATORS.get(workload.generator)(seed=spec.seed).build()

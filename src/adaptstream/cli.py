@@ -262,6 +262,9 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "adaptstream") -> N
     except KeyboardInterrupt:
         err_console.print("interrupted", style="yellow")
         sys.exit(130)
+    except ModuleNotFoundError as exc:  # an optional dependency (the cost model's torch, lightgbm)
+        _fail(f"this command needs the Python package {exc.name!r}, which is not installed "
+              "(`scripts/setup.sh --dev` installs the optional ones)", 1)
     except Exception as exc:  # a bug or an environment problem we did not foresee: still one line by default
         _fail(f"{type(exc).__name__}: {exc}", 1)
 

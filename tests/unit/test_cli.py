@@ -141,12 +141,16 @@ def test_empty_input_directory_says_so(capsys, tmp_path):
     assert code == 2 and "holds no data files" in out and "Traceback" not in out
 
 
-def test_place_without_models_says_what_to_run(capsys, tmp_path):
+@pytest.mark.parametrize("extra", [(), ("--flat",)])
+def test_place_without_models_says_what_to_run(capsys, tmp_path, extra):
+    pytest.importorskip("torch")
+    pytest.importorskip("lightgbm")
     q, h = os.path.join(EXAMPLES, "query.json"), os.path.join(EXAMPLES, "hosts.json")
-    code, out = invoke(capsys, "place", q, h, "--models", str(tmp_path / "models"))
-    assert code == 1, out
-    assert "adaptstream costmodel corpus" in out and "adaptstream costmodel train" in out
-    assert "Traceback" not in out
+    for models in (tmp_path / "missing", tmp_path):  # no directory; an empty one
+        code, out = invoke(capsys, "place", q, h, "--models", str(models), *extra)
+        assert code == 1, out
+        assert "adaptstream costmodel corpus" in out and "adaptstream costmodel train" in out
+        assert "Traceback" not in out
 
 
 @pytest.mark.parametrize("args", [("place", "missing-q.json", "missing-h.json"),
@@ -179,6 +183,16 @@ def test_unexpected_error_is_one_line_with_a_hint(capsys, monkeypatch):
     code, out = invoke(capsys, "run")
     assert code == 1
     assert "error: RuntimeError: disk on fire" in out and "--debug" in out and "Traceback" not in out
+
+
+def test_missing_optional_package_is_one_line(capsys, monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "torch", None)  # as on a machine set up without --dev
+    for name in [m for m in sys.modules if m.startswith(("adaptstream.costmodel.", "lightgbm"))]:
+        if name != "adaptstream.costmodel.cli":
+            monkeypatch.delitem(sys.modules, name)
+    q, h = os.path.join(EXAMPLES, "query.json"), os.path.join(EXAMPLES, "hosts.json")
+    code, out = invoke(capsys, "place", q, h, "--models", str(tmp_path))
+    assert code == 1 and "needs the Python package 'torch'" in out and "Traceback" not in out
 
 
 def test_works_without_click_installed(tmp_path):

@@ -118,7 +118,7 @@ def place(
     from adaptstream.costmodel.optimizer import PlacementOptimizer
 
     q, hs = load_query(query), load_hosts(hosts)
-    if not models.exists():
+    if not (models / ("flat/flat.json" if flat else "manifest.json")).exists():
         raise CostModelError(_no_models(models))
     predictor = FlatVectorModel.load(models / "flat") if flat else CostEnsembles.load(models)
     decision = PlacementOptimizer(predictor, target, max_candidates=candidates, seed=seed).optimize(q, hs)

@@ -1,9 +1,9 @@
 """The docs do what they say: every command and Python snippet in README.md and docs/*.md runs, on tiny inputs.
 
-Commands run in this process through ``adaptstream.cli.main`` on the shared SparkSession, with sizes shrunk
-(``--duration``/``--rate`` appended: click keeps the last value) and placeholders (DIR, RUN) bound to tiny inputs,
-inside ``tmp_path`` so relative paths (runs/, data/) never touch the checkout. Inline ``adaptstream ...`` commands
-in the prose are checked to name real commands and options.
+Commands run in this process through ``adaptstream.cli.main`` on the shared SparkSession, the commands of one block
+in order, with sizes shrunk (``--duration``/``--rate`` appended: click keeps the last value) and placeholders (DIR,
+RUN) bound to tiny inputs, inside ``tmp_path`` so relative paths (runs/, data/) never touch the checkout. Inline
+``adaptstream ...`` commands in the prose are checked to name real commands and options.
 """
 
 from __future__ import annotations
@@ -33,19 +33,23 @@ def _blocks(lang: str) -> list[tuple[str, str]]:
     return [(p.name, m.group(2)) for p in DOCS for m in FENCE.finditer(p.read_text()) if m.group(1) == lang]
 
 
-def _commands() -> list[str]:
-    cmds = []
+def _command_blocks() -> list[list[str]]:
+    """The adaptstream commands of each bash block, in order (a block's later commands use the earlier ones' output)."""
+    blocks = []
     for _, body in _blocks("bash"):
+        cmds = []
         for line in body.splitlines():
             for part in line.split("#", 1)[0].split("&&"):
                 part = part.strip()
                 if part.startswith("adaptstream") and not part.startswith(SKIP):
                     cmds.append(part)
-    return cmds
+        if cmds:
+            blocks.append(cmds)
+    return blocks
 
 
 def test_docs_have_commands_and_snippets():
-    assert any(c.startswith("adaptstream demo") for c in _commands())
+    assert any(c.startswith("adaptstream demo") for block in _command_blocks() for c in block)
     assert len(_blocks("python")) >= 2
 
 
@@ -76,22 +80,11 @@ def workdir(tmp_path, monkeypatch, spark):
     return tmp_path
 
 
-@pytest.mark.parametrize("command", _commands())
-def test_documented_command_runs(capsys, workdir, command):
-    args = shlex.split(command)[1:]
-    if args and args[0] in ("costmodel", "place"):
-        pytest.importorskip("torch")
-        pytest.importorskip("lightgbm")
-        if args[0] == "place" and not (workdir / "runs" / "costmodel_models").exists():
-            for prep in _commands():  # the README's preparation steps, in order, tiny
-                prep_args = shlex.split(prep)[1:]
-                if prep_args[:1] == ["costmodel"]:
-                    code, out = _invoke(capsys, [*prep_args, *TINY.get(prep_args[1], [])])
-                    assert code == 0, out
-    args = [str(workdir / a) if a in ("DIR", "RUN") else a for a in args]
+def _run_documented(capsys, workdir: Path, command: str) -> None:
+    args = [str(workdir / a) if a in ("DIR", "RUN") else a for a in shlex.split(command)[1:]]
     key = args[1] if args[:1] == ["costmodel"] else (args[0] if args else "")
     code, out = _invoke(capsys, [*args, *TINY.get(key, [])])
-    assert code == 0, out
+    assert code == 0, f"{command}: {out}"
     assert "Traceback" not in out
     if args[:1] == ["run"] and "--run-dir" in args:
         run_dir = Path(args[args.index("--run-dir") + 1])
@@ -100,6 +93,15 @@ def test_documented_command_runs(capsys, workdir, command):
     if args[:1] == ["demo"]:
         (demo,) = (workdir / "runs").glob("demo-*")
         assert (demo / "comparison.md").exists() and list(demo.glob("timeline-*.png"))
+
+
+@pytest.mark.parametrize("commands", _command_blocks(), ids=lambda block: block[0])
+def test_documented_commands_run(capsys, workdir, commands):
+    if any(shlex.split(c)[1] in ("costmodel", "place") for c in commands):
+        pytest.importorskip("torch")
+        pytest.importorskip("lightgbm")
+    for command in commands:
+        _run_documented(capsys, workdir, command)
 
 
 def test_python_snippets_run(workdir, spark):

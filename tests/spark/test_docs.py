@@ -8,7 +8,6 @@ RUN) bound to tiny inputs, inside ``tmp_path`` so relative paths (runs/, data/) 
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import shutil
@@ -105,22 +104,30 @@ def test_documented_commands_run(capsys, workdir, commands):
 
 
 def test_python_snippets_run(workdir, spark):
-    """Each Python block runs with the names its surrounding prose defines bound to tiny stand-ins."""
+    """Each Python block runs with the names its surrounding prose defines bound to tiny stand-ins; a streaming
+    query it starts must process its input (relative paths are made absolute: Spark's processes keep the working
+    directory they started in)."""
     import pyarrow as pa
 
     from adaptstream.workloads import build_generator, write_dataset
 
-    os.makedirs("data/in")
     gen = build_generator("linear_road", seed=0)
-    write_dataset(gen.generate(0, 50), "lr/00000000.csv", "csv")
+    (workdir / "lr").mkdir()
+    (workdir / "data" / "in").mkdir(parents=True)
+    write_dataset(gen.generate(0, 50), workdir / "lr" / "00000000.csv", "csv")
+    write_dataset(pa.table({"k": ["a", "b"], "v": [1, 2]}), workdir / "data" / "in" / "00000000.csv", "csv")
     words = pa.table({"word": ["a", "b", "a", "c"] * 25})
-    started = []
     for name, body in _blocks("python"):
-        ns = {"spark": spark, "dir": "lr", "arrived_table": words, "batch": words}
+        body = re.sub(r'"((?:data|runs)/[^"]*)"', lambda m: repr(str(workdir / m.group(1))), body)
+        ns = {"spark": spark, "dir": str(workdir / "lr"), "arrived_table": words, "batch": words}
         exec(compile(body, f"<{name} snippet>", "exec"), ns)
-        started += [v for v in ns.values() if type(v).__name__ == "StreamingQuery"]
-    for q in started:
-        q.stop()
+        for query in [v for v in ns.values() if type(v).__name__ == "StreamingQuery"]:
+            try:
+                query.processAllAvailable()
+                assert query.exception() is None
+            finally:
+                query.stop()
+    assert (workdir / "runs" / "r1" / "datasets.jsonl").exists()  # the README snippet's metricsPath
 
 
 def _inline_commands() -> list[str]:

@@ -15,9 +15,12 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from adaptstream.errors import AdaptstreamError, ConfigError
-from adaptstream.metrics.summary import RunSummary, summarize
+
+if TYPE_CHECKING:
+    from adaptstream.metrics.summary import RunSummary
 
 
 @dataclass(frozen=True)
@@ -186,6 +189,7 @@ def _machine() -> dict:
 def run_workload(spark, spec: RunSpec, run_dir: str, on_progress: Callable[[dict], None] | None = None,
                  fresh: bool = True) -> RunResult:
     """Start the query, wait until the input is done and every dataset's batch completed, stop, summarise."""
+    from adaptstream.metrics.summary import summarize
     from adaptstream.workloads import GENERATORS, WORKLOADS
 
     # Absolute paths: Spark's JVM and the source's Python process keep the working directory they started in.

@@ -94,6 +94,7 @@ def _run_documented(capsys, workdir: Path, command: str) -> None:
         assert (demo / "comparison.md").exists() and list(demo.glob("timeline-*.png"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("commands", _command_blocks(), ids=lambda block: block[0])
 def test_documented_commands_run(capsys, workdir, commands):
     if any(shlex.split(c)[1] in ("costmodel", "place") for c in commands):

@@ -1,46 +1,131 @@
-"""The ``adaptstream`` command line: run, demo, bench, and the policy families' own sub-commands."""
+"""The ``adaptstream`` command line: run, demo, bench, and the policy families' own sub-commands.
+
+Error contract (tested in tests/unit/test_cli.py): a usage error (unknown option, command or choice, a value out
+of range) prints click's usage message and exits 2; any other failure prints one ``error:`` line and exits 1 (a bad
+option value found by our own checks exits 2 as well); ``--debug`` or ``ADAPTSTREAM_DEBUG=1`` adds the full
+traceback. Everything that can be checked without Spark is checked before Spark starts.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
-from typing import Annotated
+import traceback
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from adaptstream.errors import AdaptstreamError
+from adaptstream.admission import ADMISSION
+from adaptstream.connectors.traffic import TRAFFIC
+from adaptstream.errors import AdaptstreamError, ConfigError
+from adaptstream.partitioning import PARTITIONERS
+from adaptstream.registry import Registry
+from adaptstream.workloads import WORKLOADS
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+DEBUG_ENV = "ADAPTSTREAM_DEBUG"
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False,
                   help="Self-tuning micro-batch stream processing on Apache Spark.")
 console = Console()
+err_console = Console(stderr=True)
 
 
-def _spark(master: str, shuffle_partitions: int = 2):
+def debug_enabled() -> bool:
+    return os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def choice(registry: Registry[Any], help: str) -> Any:
+    """A typer option whose choices come from a registry: listed in --help, checked case-insensitively while
+    parsing (a usage error that lists the valid choices), and passed on as the registered spelling."""
+    canonical = {name.lower(): name for name in registry.names()}
+
+    def check(value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            registry.get(value)
+        except AdaptstreamError as exc:
+            raise typer.BadParameter(str(exc)) from None
+        return canonical[value.strip().lower()]
+
+    return typer.Option(help=help, metavar="[" + "|".join(registry.names()) + "]", callback=check)
+
+
+WorkloadOpt = Annotated[str, choice(WORKLOADS, "LMStream Table III query")]
+AdmissionOpt = Annotated[str, choice(ADMISSION, "when a micro-batch is cut")]
+TrafficOpt = Annotated[str, choice(TRAFFIC, "input rate pattern of the generator")]
+PartitionerOpt = Annotated[str, choice(PARTITIONERS, "how rows are split into Spark input partitions")]
+RateOpt = Annotated[int, typer.Option(min=0, metavar="ROWS", help="mean rows per one-second dataset")]
+MasterOpt = Annotated[str, typer.Option(metavar="URL", help="Spark master URL")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        from adaptstream import __version__
+
+        try:
+            installed = version("adaptstream")
+        except PackageNotFoundError:
+            installed = __version__
+        typer.echo(f"adaptstream {installed}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version,
+                                          help="Show the version and exit.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help=f"Show full tracebacks (or set {DEBUG_ENV}=1).")] = False,
+) -> None:
+    """Self-tuning micro-batch stream processing on Apache Spark."""
+    if debug:
+        os.environ[DEBUG_ENV] = "1"
+
+
+def _spark(master: str, log_file: str | None, shuffle_partitions: int = 2):
     from adaptstream.spark.session import build_spark
 
     with console.status(f"starting Spark ({master})..."):
-        return build_spark(master=master, shuffle_partitions=shuffle_partitions)
+        return build_spark(master=master, shuffle_partitions=shuffle_partitions, log_file=log_file)
 
 
-def _run_with_progress(spark, spec, run_dir: str):
-    from adaptstream.runner import run_workload
+def _fresh_dir(path: str) -> str:
+    """Empty the run directory before Spark starts, so Spark's log file there survives the run."""
+    if os.path.exists(path):
+        shutil.rmtree(path)
+    os.makedirs(path)
+    return path
 
-    total = None if spec.input_dir else round(spec.duration)
+
+def _progress_info(snap: dict) -> str:
+    if snap["warming_up"]:
+        return f"warm-up ({snap['warmup']:g} s, not counted)"
+    lat = snap["last_max_latency"]
+    return f"batches {snap['batches']}" + (f", last MaxLat {lat:.2f}s" if lat is not None else "")
+
+
+def _run_with_progress(spark, spec, run_dir: str, log_file: str):
+    from adaptstream.runner import input_files, run_workload
+
+    total = len(input_files(spec.input_dir)) if spec.input_dir else round(spec.duration)
     with Progress(TextColumn("[bold]{task.fields[label]}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console) as prog:
         task = prog.add_task("run", total=total, label=spec.label(), info="")
 
         def show(snap: dict) -> None:
-            lat = snap["last_max_latency"]
-            info = f"batches {snap['batches']}" + (f", last MaxLat {lat:.2f}s" if lat is not None else "")
-            prog.update(task, completed=snap["completed"], info=info,
-                        total=total if total is not None else max(snap["arrived"], 1))
+            prog.update(task, completed=min(snap["completed"], total), info=_progress_info(snap))
 
-        return run_workload(spark, spec, run_dir, on_progress=show)
+        try:
+            return run_workload(spark, spec, run_dir, on_progress=show, fresh=False)
+        except AdaptstreamError as exc:
+            raise type(exc)(f"{exc} (Spark's log: {log_file})") from exc
 
 
 def _print_table(results) -> None:
@@ -56,79 +141,86 @@ def _print_table(results) -> None:
         table.add_row(header, *(row[k + 2] for row in rows))
     console.print(table)
     console.print(LEGEND, style="dim")
-
-
-def _check_names(workload: str, admission: str, traffic: str) -> None:
-    """Resolve names before Spark starts, so a typo costs no start-up time."""
-    from adaptstream.admission import ADMISSION
-    from adaptstream.connectors.traffic import TRAFFIC
-    from adaptstream.workloads import WORKLOADS
-
-    WORKLOADS.get(workload)
-    ADMISSION.get(admission)
-    TRAFFIC.get(traffic)
+    for r in results:
+        if r.summary.datasets == 0:
+            where = f"--input {r.spec.input_dir}" if r.spec.input_dir else "the generator"
+            console.print(f"[bold yellow]no input:[/] {r.spec.label()} processed no datasets from {where} "
+                          f"({r.summary.quarantined} malformed rows quarantined); the figures are n/a.")
+    warm = sorted({r.spec.warmup for r in results if r.spec.warmup > 0})
+    if warm:
+        console.print(f"The first {warm[0]:g} s of arrivals of each run are a warm-up (query code generation) and "
+                      "are not counted above; the raw metrics keep them.", style="dim")
 
 
 @app.command()
 def run(
-    workload: Annotated[str, typer.Option(help="LR1S, LR1T, LR2S, CM1S, CM1T or CM2S")] = "LR1S",
-    admission: Annotated[str, typer.Option(help="lmstream, fixed or asap")] = "lmstream",
-    traffic: Annotated[str, typer.Option(help="constant, random or sinusoidal")] = "constant",
-    rate: Annotated[int, typer.Option(help="mean rows per one-second dataset")] = 1000,
-    duration: Annotated[float, typer.Option(help="seconds of generated input")] = 60.0,
-    trigger: Annotated[float, typer.Option(help="interval of the fixed policy (s)")] = 10.0,
-    seed: int = 0,
-    input: Annotated[str | None, typer.Option(help="read standard CSV files from DIR instead of the generator")] = None,
+    workload: WorkloadOpt = "LR1S",
+    admission: AdmissionOpt = "lmstream",
+    traffic: TrafficOpt = "constant",
+    rate: RateOpt = 1000,
+    duration: Annotated[float, typer.Option(min=0.001, metavar="SECONDS", help="seconds of generated input")] = 60.0,
+    trigger: Annotated[float, typer.Option(min=0.001, metavar="SECONDS",
+                                           help="interval of the fixed policy")] = 10.0,
+    seed: Annotated[int, typer.Option(min=0, metavar="N", help="seed of the generated input")] = 0,
+    input: Annotated[str | None, typer.Option(metavar="DIR",
+                                              help="read standard CSV files from DIR instead of the generator "
+                                                   "(implies --drain)")] = None,
     drain: Annotated[bool, typer.Option(help="emit every window once the input is over, then stop")] = False,
-    run_dir: Annotated[str | None, typer.Option(help="where metrics, results and plots go")] = None,
-    master: Annotated[str, typer.Option(help="Spark master URL")] = "local[2]",
-    partitioner: Annotated[str, typer.Option(help="how rows are split into Spark input partitions")] = "time",
-    num_blocks: Annotated[int, typer.Option(help="Spark input partitions per micro-batch")] = 2,
+    run_dir: Annotated[str | None, typer.Option(metavar="DIR", help="where metrics, results, plots and "
+                                                "spark.log go [default: runs/<workload>-<admission>-<time>]")] = None,
+    master: MasterOpt = "local[2]",
+    partitioner: PartitionerOpt = "time",
+    num_blocks: Annotated[int, typer.Option(min=1, metavar="N", help="Spark input partitions per micro-batch")] = 2,
 ) -> None:
     """Run one workload under one admission policy and summarise it."""
     from adaptstream.metrics.plots import plot_timelines
-    from adaptstream.runner import RunSpec
+    from adaptstream.runner import RunSpec, check_spec, input_files
 
-    _check_names(workload, admission, traffic)
     if input and not drain:
         drain = True
-        console.print("[yellow]--input implies --drain: the run stops once the input is exhausted[/]")
+        console.print("--input implies --drain: the run stops once the input is exhausted", style="yellow")
     spec = RunSpec(workload=workload, admission=admission, traffic=traffic, rate=rate, duration=duration,
                    trigger=trigger, seed=seed, input_dir=input, drain=drain, partitioner=partitioner,
                    num_blocks=num_blocks)
     run_dir = run_dir or os.path.join("runs", f"{spec.label()}-{time.strftime('%Y%m%d-%H%M%S')}")
-    spark = _spark(master)
-    result = _run_with_progress(spark, spec, run_dir)
+    check_spec(spec, run_dir)
+    if input and not input_files(input):
+        msg = (f"--input {input!r} holds no data files (names starting with '.' or '_' are skipped): "
+               "nothing to run")
+        raise ConfigError(msg)
+    log_file = os.path.join(_fresh_dir(run_dir), "spark.log")
+    spark = _spark(master, log_file)
+    result = _run_with_progress(spark, spec, run_dir, log_file)
     plot_timelines({admission: result.metrics_dir}, os.path.join(run_dir, "timeline.png"),
                    f"{workload} under {admission}", result.slide or None)
     _print_table([result])
-    console.print(f"run directory: [bold]{run_dir}[/] (metrics/, results/, timeline.png, summary.json)")
+    console.print(f"run directory: [bold]{run_dir}[/] (metrics/, results/, timeline.png, summary.json, spark.log)")
 
 
 @app.command()
 def demo(
-    workload: str = "LR1S",
-    duration: Annotated[float, typer.Option(help="seconds of input per policy")] = 30.0,
-    rate: int = 1000,
-    traffic: str = "random",
-    run_dir: Annotated[str | None, typer.Option()] = None,
-    master: str = "local[2]",
+    workload: WorkloadOpt = "LR1S",
+    duration: Annotated[float, typer.Option(min=0.001, metavar="SECONDS", help="seconds of input per policy")] = 30.0,
+    rate: RateOpt = 1000,
+    traffic: TrafficOpt = "random",
+    run_dir: Annotated[str | None, typer.Option(metavar="DIR", help="[default: runs/demo-<time>]")] = None,
+    master: MasterOpt = "local[2]",
 ) -> None:
-    """About a minute of one Linear Road query under lmstream and the fixed 10 s trigger, compared."""
+    """One Linear Road query under lmstream and under Spark's fixed 10 s trigger, compared (about 100 s)."""
     from adaptstream.report import write_comparison
-    from adaptstream.runner import RunSpec
+    from adaptstream.runner import RunSpec, check_spec
 
-    _check_names(workload, "lmstream", traffic)
+    specs = [RunSpec(workload=workload, admission=admission, traffic=traffic, rate=rate, duration=duration,
+                     warmup=5.0) for admission in ("lmstream", "fixed")]
     run_dir = run_dir or os.path.join("runs", f"demo-{time.strftime('%Y%m%d-%H%M%S')}")
-    spark = _spark(master)
-    results = []
-    for admission in ("lmstream", "fixed"):
-        spec = RunSpec(workload=workload, admission=admission, traffic=traffic, rate=rate, duration=duration,
-                       warmup=5.0)
-        results.append(_run_with_progress(spark, spec, os.path.join(run_dir, admission)))
+    for spec in specs:
+        check_spec(spec, os.path.join(run_dir, spec.admission))
+    log_file = os.path.join(_fresh_dir(run_dir), "spark.log")
+    spark = _spark(master, log_file)
+    results = [_run_with_progress(spark, spec, os.path.join(run_dir, spec.admission), log_file) for spec in specs]
     md = write_comparison(results, run_dir, f"adaptstream demo: {workload}, {traffic} traffic at {rate} rows/s")
     _print_table(results)
-    console.print(f"comparison: [bold]{md}[/] and plots in {run_dir}")
+    console.print(f"comparison: [bold]{md}[/] and plots in {run_dir} (Spark's log: {run_dir}/spark.log)")
 
 
 def _register_subapps() -> None:
@@ -149,22 +241,32 @@ def _register_subapps() -> None:
 _register_subapps()
 
 
-def main() -> None:
-    try:
-        app(standalone_mode=False)
-    except AdaptstreamError as e:
-        console.print(f"[bold red]error:[/] {e}", soft_wrap=True, highlight=False)
-        sys.exit(2)
-    except (typer.Abort, KeyboardInterrupt):
-        console.print("[yellow]interrupted[/]")
-        sys.exit(130)
-    except Exception as e:  # click usage errors carry their own exit codes
-        import click
+def _fail(message: str, code: int, hint: bool = True) -> None:
+    if debug_enabled():
+        traceback.print_exc()
+    err_console.print(f"[bold red]error:[/] {message}", soft_wrap=True, highlight=False, markup=True)
+    if hint and not debug_enabled():
+        err_console.print(f"(run with --debug or {DEBUG_ENV}=1 for the full traceback)", style="dim")
+    sys.exit(code)
 
-        if isinstance(e, click.ClickException):
-            e.show()
-            sys.exit(e.exit_code)
-        raise
+
+def main(argv: Sequence[str] | None = None, prog_name: str = "adaptstream") -> None:
+    """Entry point: typer in standalone mode handles usage errors (exit 2), --help and Exit codes itself;
+    our own errors become one line (exit 2 for bad options, 1 otherwise), anything else one line too."""
+    try:
+        app(args=list(argv) if argv is not None else None, prog_name=prog_name, standalone_mode=True)
+    except ConfigError as exc:
+        _fail(str(exc), 2, hint=False)
+    except AdaptstreamError as exc:
+        _fail(str(exc), 1)
+    except KeyboardInterrupt:
+        err_console.print("interrupted", style="yellow")
+        sys.exit(130)
+    except ModuleNotFoundError as exc:  # an optional dependency (the cost model's torch, lightgbm)
+        _fail(f"this command needs the Python package {exc.name!r}, which is not installed "
+              "(`scripts/setup.sh --dev` installs the optional ones)", 1)
+    except Exception as exc:  # a bug or an environment problem we did not foresee: still one line by default
+        _fail(f"{type(exc).__name__}: {exc}", 1)
 
 
 if __name__ == "__main__":

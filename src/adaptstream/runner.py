@@ -10,13 +10,17 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from adaptstream.errors import AdaptstreamError, ConfigError
-from adaptstream.metrics.summary import RunSummary, summarize
+
+if TYPE_CHECKING:
+    from adaptstream.metrics.summary import RunSummary
 
 
 @dataclass(frozen=True)
@@ -71,20 +75,37 @@ def _last_is_sentinel(manifest: str) -> bool:
     return bool(lines) and bool(json.loads(lines[-1]).get("sentinel"))
 
 
-def progress_snapshot(metrics_dir: str) -> dict:
-    """Cheap numbers for a live display (line counts, last batch), read from the run's files."""
+def _read_jsonl(path: str) -> list[dict]:
+    if not os.path.exists(path):
+        return []
+    with open(path, "rb") as f:
+        return [json.loads(line) for line in f.read().splitlines() if line.strip()]
+
+
+def progress_snapshot(metrics_dir: str, warmup: float = 0.0) -> dict:
+    """Cheap numbers for a live display, read from the run's files and counted as the summary counts them:
+    batches that hold data (not the end-of-input marker) and that are not wholly inside the warm-up."""
     manifest = os.path.join(metrics_dir, "source", "manifest.jsonl")
-    snap = {"arrived": _count_lines(manifest), "sealed": _last_is_sentinel(manifest),
-            "completed": _count_lines(os.path.join(metrics_dir, "datasets.jsonl")),
-            "batches": 0, "last_max_latency": None, "last_rows": None}
-    path = os.path.join(metrics_dir, "batches.jsonl")
-    if os.path.exists(path):
-        with open(path, "rb") as f:
-            lines = f.read().splitlines()
-        snap["batches"] = len(lines)
-        if lines:
-            last = json.loads(lines[-1])
-            snap["last_max_latency"], snap["last_rows"] = last["max_latency"], last["rows"]
+    datasets = _read_jsonl(os.path.join(metrics_dir, "datasets.jsonl"))
+    snap = {"arrived": _count_lines(manifest), "sealed": _last_is_sentinel(manifest), "completed": len(datasets),
+            "batches": 0, "last_max_latency": None, "last_rows": None, "warmup": warmup, "warming_up": False}
+    data = [d for d in datasets if not d.get("sentinel")]
+    first_counted = 0
+    if warmup > 0:
+        if not data:
+            snap["warming_up"] = True
+            return snap
+        start = min(d["arrival"] for d in data)
+        counted = [d["seq"] for d in data if d["arrival"] >= start + warmup]
+        if not counted:
+            snap["warming_up"] = True
+            return snap
+        first_counted = min(counted)
+    batches = [b for b in _read_jsonl(os.path.join(metrics_dir, "batches.jsonl"))
+               if b.get("max_latency", 0) > 0 and b["end"] > first_counted]
+    snap["batches"] = len({(b["start"], b["end"]) for b in batches})
+    if batches:
+        snap["last_max_latency"], snap["last_rows"] = batches[-1]["max_latency"], batches[-1]["rows"]
     return snap
 
 
@@ -109,6 +130,50 @@ def source_options(spec: RunSpec, workload, run_dir: str) -> dict[str, str]:
     return opts
 
 
+def check_spec(spec: RunSpec, run_dir: str) -> None:
+    """Every check that needs no Spark, so a wrong name, range or path fails in well under a second.
+
+    Resolves the names against the registries and parses the exact option dict the source will get with
+    ``SourceOptions.parse`` (the source's own validation), minus the end-of-input marker the runner writes later.
+    """
+    from adaptstream.admission import ADMISSION
+    from adaptstream.connectors.traffic import TRAFFIC
+    from adaptstream.partitioning import make_config
+    from adaptstream.spark.options import SourceOptions
+    from adaptstream.workloads import WORKLOADS
+
+    workload = WORKLOADS.get(spec.workload)
+    ADMISSION.get(spec.admission)
+    TRAFFIC.get(spec.traffic)
+    params = dict(kv.split("=", 1) for kv in spec.partitioner_params.split(";") if "=" in kv)
+    make_config(spec.partitioner, **params)
+    for name, value, low in (("rate", spec.rate, 0), ("num_blocks", spec.num_blocks, 1)):
+        if value < low:
+            msg = f"--{name.replace('_', '-')} must be >= {low}, got {value}"
+            raise ConfigError(msg)
+    for name, value in (("duration", spec.duration), ("trigger", spec.trigger)):
+        if not value > 0:
+            msg = f"--{name} must be > 0 seconds, got {value:g}"
+            raise ConfigError(msg)
+    if spec.input_dir is not None:
+        if not os.path.exists(spec.input_dir):
+            msg = f"--input {spec.input_dir!r} does not exist"
+            raise ConfigError(msg)
+        if not os.path.isdir(spec.input_dir):
+            msg = f"--input {spec.input_dir!r} is not a directory (pass the directory that holds the CSV files)"
+            raise ConfigError(msg)
+    opts = source_options(spec, workload, run_dir)
+    opts.pop("sentinelPath", None)
+    opts.pop("drain", None)
+    SourceOptions.parse(opts)
+
+
+def input_files(input_dir: str) -> list[str]:
+    """The data files a files-connector run will read (hidden files and our own state are skipped)."""
+    return sorted(n for n in os.listdir(input_dir)
+                  if not n.startswith((".", "_")) and os.path.isfile(os.path.join(input_dir, n)))
+
+
 def _write_sentinel(workload, generator, run_dir: str, spec: RunSpec) -> None:
     from adaptstream.workloads.io import write_dataset
 
@@ -124,13 +189,16 @@ def _machine() -> dict:
 def run_workload(spark, spec: RunSpec, run_dir: str, on_progress: Callable[[dict], None] | None = None,
                  fresh: bool = True) -> RunResult:
     """Start the query, wait until the input is done and every dataset's batch completed, stop, summarise."""
+    from adaptstream.metrics.summary import summarize
     from adaptstream.workloads import GENERATORS, WORKLOADS
 
+    # Absolute paths: Spark's JVM and the source's Python process keep the working directory they started in.
+    run_dir = os.path.abspath(run_dir)
+    if spec.input_dir:
+        spec = replace(spec, input_dir=os.path.abspath(spec.input_dir))
+    check_spec(spec, run_dir)
     workload = WORKLOADS.get(spec.workload)
     generator = GENERATORS.get(workload.generator)(seed=spec.seed).build()
-    if spec.input_dir and not os.path.isdir(spec.input_dir):
-        msg = f"--input {spec.input_dir!r} is not a directory"
-        raise ConfigError(msg)
     if fresh and os.path.exists(run_dir):
         shutil.rmtree(run_dir)
     os.makedirs(run_dir, exist_ok=True)
@@ -166,11 +234,49 @@ def run_workload(spark, spec: RunSpec, run_dir: str, on_progress: Callable[[dict
     return result
 
 
+def _error_classes() -> dict[str, type[AdaptstreamError]]:
+    found: dict[str, type[AdaptstreamError]] = {}
+    todo: list[type[AdaptstreamError]] = [AdaptstreamError]
+    while todo:
+        cls = todo.pop()
+        found[cls.__name__] = cls
+        todo.extend(cls.__subclasses__())
+    return found
+
+
+_PY_EXC_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Problem)): (.+)$", re.MULTILINE)
+
+
+def query_error(text: str) -> AdaptstreamError:
+    """The one line that says why a streaming query failed, as an adaptstream error of the original class.
+
+    A failure inside our source reaches the driver as a Java exception whose text embeds the Python traceback
+    (56-141 lines); its last exception line names one of our classes (``adaptstream.errors.ConfigError: ...``).
+    Failures that are not ours keep the last Python exception line, else the first line of the text.
+    """
+    classes = _error_classes()
+    ours = None
+    for m in _PY_EXC_LINE.finditer(text):
+        name, msg = m.group(1).rsplit(".", 1)[-1], m.group(2).strip()
+        if name in classes:
+            ours = (classes[name], msg)
+    if ours is not None:
+        return ours[0](ours[1])
+    other = None
+    if "Traceback (most recent call last):" in text:  # the first unindented line after the last Python traceback
+        tail = text.rsplit("Traceback (most recent call last):", 1)[1].splitlines()
+        other = next((ln.strip() for ln in tail if ln.strip() and not ln[0].isspace()), None)
+        if other:
+            name, sep, msg = other.partition(": ")
+            other = f"{name.rsplit('.', 1)[-1]}{sep}{msg}"
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "no message")
+    return AdaptstreamError(f"the streaming query failed: {other or first}")
+
+
 def _raise_if_failed(query) -> None:
     exc = query.exception()
     if exc is not None:
-        msg = f"the streaming query failed: {str(exc).splitlines()[0] if str(exc) else exc!r}"
-        raise AdaptstreamError(msg)
+        raise query_error(str(exc) or repr(exc)) from exc
 
 
 def _wait_until_done(query, spec: RunSpec, metrics_dir: str, on_progress) -> int:
@@ -184,7 +290,7 @@ def _wait_until_done(query, spec: RunSpec, metrics_dir: str, on_progress) -> int
             _raise_if_failed(query)
             msg = "the streaming query stopped unexpectedly"
             raise AdaptstreamError(msg)
-        snap = progress_snapshot(metrics_dir)
+        snap = progress_snapshot(metrics_dir, spec.warmup)
         if on_progress:
             on_progress(snap)
         target = snap["arrived"]

@@ -178,14 +178,26 @@ def lmstream_command(
     rate_workload: Annotated[str, typer.Option(help="query for the bounded-rate search ('' to skip)")] = "LR2S",
     rates: Annotated[str, typer.Option(help="rates tried in the bounded-rate search")] = "1000,2000,4000,8000",
     rate_duration: float = 40.0,
-    out: Annotated[str, typer.Option(help="report directory")] = "docs/results/lmstream",
-    runs_dir: Annotated[str, typer.Option(help="where the raw run directories go")] = "runs/bench-lmstream",
+    out: Annotated[str | None, typer.Option(metavar="DIR", help="report directory "
+                                            "[default: runs/bench-lmstream-<time>]")] = None,
+    update_docs: Annotated[bool, typer.Option("--update-docs",
+                                              help="write the committed report in docs/results/lmstream")] = False,
+    runs_dir: Annotated[str | None, typer.Option(metavar="DIR", help="where the raw run directories go [default: "
+                                                 "OUT/runs; runs/bench-lmstream with --update-docs]")] = None,
     master: str = "local[2]",
     policies: Annotated[str, typer.Option(help="comma-separated policies to run")] = ",".join(POLICIES),
     report_only: Annotated[bool, typer.Option(help="rebuild the report from the run directories, run nothing")] = False,
 ) -> None:
     """Run lmstream, fixed (10 s) and asap side by side on the LMStream queries and write the report."""
+    from adaptstream.errors import ConfigError
+    from adaptstream.outdirs import report_dir
+
     title = "LMStream benchmark: lmstream vs fixed (10 s) vs asap"
+    if report_only and out is None and not update_docs:
+        msg = "--report-only rebuilds an existing report: pass its --out DIR, or --update-docs"
+        raise ConfigError(msg)
+    out = str(report_dir("bench-lmstream", out, update_docs, "docs/results/lmstream"))
+    runs_dir = runs_dir or ("runs/bench-lmstream" if update_docs else os.path.join(out, "runs"))
     if report_only:
         _rebuild_report(out, runs_dir, title)
         return

@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from adaptstream.costmodel.optimizer import TARGETS
 from adaptstream.errors import AdaptstreamError, CostModelError
 
 MODELS = Path("runs/costmodel_models")
@@ -32,7 +33,7 @@ def clean_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except AdaptstreamError as exc:
-            console.print(f"[red]error:[/red] {exc}")
+            console.print(f"[red]error:[/red] {exc}", soft_wrap=True, highlight=False)
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
@@ -78,11 +79,31 @@ def load_hosts(path: Path) -> tuple[Any, ...]:
         raise CostModelError(msg) from exc
 
 
+def _check_target(value: str) -> str:
+    from adaptstream.costmodel.optimizer import parse_target
+
+    try:
+        return parse_target(value)[0]
+    except CostModelError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def _no_models(models: Path) -> str:
+    """A fresh checkout has no trained models: say exactly what to run (both steps are minutes on 2 cores)."""
+    return (
+        f"no trained cost models in {models}. Train them first, e.g. a small corpus and quick models:\n"
+        f"  adaptstream costmodel corpus --n 2000 --out {CORPUS}\n"
+        f"  adaptstream costmodel train --corpus {CORPUS} --out {models} --epochs 5 --members 1\n"
+        "(the defaults, 40,000 traces and 3 models per metric, are what docs/results/costmodel.md used)"
+    )
+
+
 @clean_errors
 def place(
     query: Annotated[Path, typer.Argument(help="query JSON file (see examples/costmodel/query.json)")],
     hosts: Annotated[Path, typer.Argument(help="hosts JSON file (see examples/costmodel/hosts.json)")],
-    target: Annotated[str, typer.Option(help="proc-latency | e2e-latency | throughput")] = "proc-latency",
+    target: Annotated[str, typer.Option(metavar="[" + "|".join(TARGETS) + "]", callback=_check_target,
+                                        help="what the placement optimises")] = "proc-latency",
     models: Annotated[Path, typer.Option(help="directory written by `costmodel train`")] = MODELS,
     candidates: Annotated[int, typer.Option(help="how many Fig.-5 placements to enumerate")] = 200,
     top: Annotated[int, typer.Option(help="how many candidates to show")] = 5,
@@ -97,6 +118,8 @@ def place(
     from adaptstream.costmodel.optimizer import PlacementOptimizer
 
     q, hs = load_query(query), load_hosts(hosts)
+    if not (models / ("flat/flat.json" if flat else "manifest.json")).exists():
+        raise CostModelError(_no_models(models))
     predictor = FlatVectorModel.load(models / "flat") if flat else CostEnsembles.load(models)
     decision = PlacementOptimizer(predictor, target, max_candidates=candidates, seed=seed).optimize(q, hs)
     console.print(
@@ -189,7 +212,10 @@ def train(
 @clean_errors
 def evaluate(
     corpus: Annotated[Path, typer.Option()] = CORPUS,
-    out: Annotated[Path, typer.Option(help="report directory")] = Path("docs/results"),
+    out: Annotated[Path | None, typer.Option(metavar="DIR", help="report directory "
+                                             "[default: runs/costmodel-eval-<time>]")] = None,
+    update_docs: Annotated[bool, typer.Option("--update-docs",
+                                              help="write the committed report in docs/results/")] = False,
     models: Annotated[Path, typer.Option(help="where the trained models are written")] = MODELS,
     experiments: Annotated[str, typer.Option(help="comma-separated")] = "exp1,exp2,exp3,exp4,exp5,exp7,real",
     n_train: Annotated[int, typer.Option()] = 16000,
@@ -200,8 +226,11 @@ def evaluate(
     seed: Annotated[int, typer.Option()] = 0,
     reuse_models: Annotated[bool, typer.Option(help="load the main GNN ensembles from --models")] = False,
 ) -> None:
-    """Run Costream's experiments (Exp. 1, 2, 3/4, 5, 7, real traces); writes docs/results/costmodel.md."""
+    """Run Costream's experiments (Exp. 1, 2, 3/4, 5, 7, real traces) and write costmodel.md."""
     from adaptstream.costmodel.evaluate import EvalConfig, run_evaluation
+    from adaptstream.outdirs import report_dir
+
+    out = report_dir("costmodel-eval", out, update_docs)
 
     cfg = EvalConfig(
         corpus_dir=str(corpus),

@@ -72,6 +72,7 @@ def summarize(metrics_dir: str, slide: float | None = None, warmup: float = 0.0)
         nan = float("nan")
         return RunSummary(0, 0, 0, nan, nan, nan, nan, nan, nan, None, nan, nan, nan, count_quarantined(metrics_dir))
     lat = ds["latency"].to_numpy()
+    # A batch with MaxLat 0 held only the end-of-input marker (--drain): not a batch of the user's data.
     data_batches = bs[bs["max_latency"] > 0] if "max_latency" in bs else bs
     within = None
     if slide and slide > 0 and len(data_batches):
@@ -80,7 +81,7 @@ def summarize(metrics_dir: str, slide: float | None = None, warmup: float = 0.0)
     return RunSummary(
         datasets=len(ds),
         rows=int(ds["rows"].sum()),
-        batches=len(bs),
+        batches=len(data_batches),
         avg_latency=float(lat.mean()),
         p50_latency=float(np.percentile(lat, 50)),
         p99_latency=float(np.percentile(lat, 99)),
@@ -90,6 +91,6 @@ def summarize(metrics_dir: str, slide: float | None = None, warmup: float = 0.0)
         within_slide=within,
         throughput=float(bs["rows"].sum() / max(bs["processing_time"].sum(), 1e-9)),
         wall_throughput=float(ds["rows"].sum() / max(span, 1e-9)),
-        avg_batch_rows=float(bs["rows"].mean()),
+        avg_batch_rows=float(data_batches["rows"].mean()) if len(data_batches) else float("nan"),
         quarantined=count_quarantined(metrics_dir),
     )

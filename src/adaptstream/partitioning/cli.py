@@ -8,10 +8,19 @@ from typing import Annotated
 import typer
 
 app = typer.Typer(no_args_is_help=True, help="Skew-aware block partitioners (Prompt, holistic partitioning).")
-bench_app = typer.Typer(no_args_is_help=True, help="Partitioning benchmarks; reports go to docs/results/.")
+bench_app = typer.Typer(no_args_is_help=True, help="Partitioning benchmarks; reports go to runs/<name>-<time>/ "
+                       "unless --out DIR or --update-docs (docs/results/) is given.")
 app.add_typer(bench_app, name="bench")
 
-OutDir = Annotated[Path, typer.Option("--out", help="report directory")]
+OutDir = Annotated[Path | None, typer.Option("--out", metavar="DIR",
+                                             help="report directory [default: runs/partitioning-<bench>-<time>]")]
+UpdateDocs = Annotated[bool, typer.Option("--update-docs", help="regenerate the committed report in docs/results/")]
+
+
+def _out(bench: str, out: Path | None, update_docs: bool) -> Path:
+    from adaptstream.outdirs import report_dir
+
+    return report_dir(f"partitioning-{bench}", out, update_docs)
 
 
 def _csv(value: str) -> list[str]:
@@ -34,19 +43,21 @@ def list_command() -> None:
 
 
 @bench_app.command("metrics")
-def metrics_command(rows: int = 200_000, blocks: int = 8, out: OutDir = Path("docs/results")) -> None:
-    """(a) Prompt Fig. 10: BSI/hash, BCI/shuffle, KSR, Gamma on SynD z-sweep, TPC-H, DEBS, GCM (no Spark)."""
+def metrics_command(rows: int = 200_000, blocks: int = 8, out: OutDir = None, update_docs: UpdateDocs = False) -> None:
+    """(a) Prompt Fig 10: BSI/hash, BCI/shuffle, KSR, Gamma on SynD z-sweep, TPC-H, DEBS, GCM (no Spark)."""
     from adaptstream.partitioning.bench import bench_metrics
 
-    typer.echo(bench_metrics(rows=rows, num_blocks=blocks, out_dir=out))
+    typer.echo(bench_metrics(rows=rows, num_blocks=blocks, out_dir=_out("metrics", out, update_docs)))
 
 
 @bench_app.command("cost")
-def cost_command(rows: int = 1_000_000, blocks: str = "8,16,32", out: OutDir = Path("docs/results")) -> None:
+def cost_command(rows: int = 1_000_000, blocks: str = "8,16,32", out: OutDir = None,
+                 update_docs: UpdateDocs = False) -> None:
     """(b) cost per tuple and memory, exact vs HyperLogLog; Prompt's work at the cut."""
     from adaptstream.partitioning.bench import bench_cost
 
-    typer.echo(bench_cost(rows=rows, blocks=[int(b) for b in _csv(blocks)], out_dir=out))
+    out_dir = _out("cost", out, update_docs)
+    typer.echo(bench_cost(rows=rows, blocks=[int(b) for b in _csv(blocks)], out_dir=out_dir))
 
 
 @bench_app.command("rate")
@@ -58,9 +69,10 @@ def rate_command(
     steps: int = 4,
     lo: float = 20_000,
     hi: float = 2_000_000,
-    out: OutDir = Path("docs/results"),
+    out: OutDir = None,
+    update_docs: UpdateDocs = False,
 ) -> None:
-    """(c) Prompt Fig. 11: highest sustainable rate per partitioner with real Spark (bounded search)."""
+    """(c) Prompt Fig 11: highest sustainable rate per partitioner with real Spark (bounded search)."""
     from adaptstream.partitioning.bench import bench_rate
 
     typer.echo(
@@ -72,7 +84,7 @@ def rate_command(
             steps=steps,
             lo=lo,
             hi=hi,
-            out_dir=out,
+            out_dir=_out("rate", out, update_docs),
         )
     )
 
@@ -84,22 +96,25 @@ def blocks_command(
     blocks: str = "2,4,8",
     rows: int = 400_000,
     repeats: int = 2,
-    out: OutDir = Path("docs/results"),
+    out: OutDir = None,
+    update_docs: UpdateDocs = False,
 ) -> None:
-    """(d) holistic Fig. 5-7: Spark throughput vs number of blocks, aggregation load Gamma/|S|."""
+    """(d) holistic Fig 5-7: Spark throughput vs number of blocks, aggregation load Gamma/|S|."""
     from adaptstream.partitioning.bench import bench_blocks
 
     typer.echo(
         bench_blocks(
-            _csv(workloads), _csv(partitioners), [int(b) for b in _csv(blocks)], rows=rows, repeats=repeats, out_dir=out
+            _csv(workloads), _csv(partitioners), [int(b) for b in _csv(blocks)], rows=rows, repeats=repeats,
+            out_dir=_out("blocks", out, update_docs),
         )
     )
 
 
 @bench_app.command("all")
-def all_command(out: OutDir = Path("docs/results")) -> None:
-    """All four benchmarks with their default (bounded) settings."""
-    metrics_command(out=out)
-    cost_command(out=out)
-    rate_command(out=out)
-    blocks_command(out=out)
+def all_command(out: OutDir = None, update_docs: UpdateDocs = False) -> None:
+    """All four benchmarks with their default (bounded) settings, reports in one directory."""
+    out_dir = _out("all", out, update_docs)
+    metrics_command(out=out_dir)
+    cost_command(out=out_dir)
+    rate_command(out=out_dir)
+    blocks_command(out=out_dir)

@@ -43,6 +43,11 @@ def log4j_config_path() -> str:
     return str(resources.files("adaptstream").joinpath("log4j2.properties"))
 
 
+def _quote(value: str) -> str:
+    """Spark splits extraJavaOptions like a shell: quote paths with spaces."""
+    return f'"{value}"' if any(c.isspace() for c in value) else value
+
+
 def build_spark(
     master: str = DEFAULT_MASTER,
     app_name: str = "adaptstream",
@@ -51,8 +56,14 @@ def build_spark(
     conf: dict[str, str] | None = None,
     quiet: bool = True,
     driver_memory: str = "4g",
+    log_file: str | None = None,
 ):  # -> pyspark.sql.SparkSession (import kept lazy so pure-policy code never loads Spark)
-    """Build (or reuse) a SparkSession configured the way adaptstream's measurements assume."""
+    """Build (or reuse) a SparkSession configured the way adaptstream's measurements assume.
+
+    With ``quiet`` the console shows only Spark's errors, minus the ones an expected query stop produces;
+    everything from WARN up goes to ``log_file`` (default: adaptstream-spark.log in the temp directory). The log
+    configuration is read when the JVM starts, so it applies to the first session of a process only.
+    """
     check_java()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -61,7 +72,10 @@ def build_spark(
 
     java_opts = "-Xss16m"
     if quiet:
-        java_opts += f" -Dlog4j2.configurationFile=file:{log4j_config_path()}"
+        java_opts += f" -Dlog4j2.configurationFile=file:{_quote(log4j_config_path())}"
+        if log_file:
+            os.makedirs(os.path.dirname(os.path.abspath(log_file)), exist_ok=True)
+            java_opts += f" -Dadaptstream.logFile={_quote(os.path.abspath(log_file))}"
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)

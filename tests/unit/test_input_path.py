@@ -241,3 +241,12 @@ def test_group_by_bytes_is_contiguous_and_balanced():
     groups = group_by_bytes([3, 1, 4, 1, 5, 9, 2, 6], 3)
     assert groups[0][0] == 0 and groups[-1][1] == 8 and all(a < b for a, b in groups)
     assert json.dumps(groups)  # plain ints
+
+
+def test_undecodable_bytes_in_a_malformed_row_are_quarantined_not_fatal():
+    """pyarrow cannot hand a non-UTF-8 row to its invalid-row handler; such rows are set aside before it reads."""
+    data = b"a,1,1\n\xff,bad\nb,2,2\n\xfe,3,3\nc,zz,1\n"
+    res = parse_csv(data, SCHEMA)
+    assert [r["k"] for r in res.table.to_pylist()] == ["a", "b"]
+    assert [(b["row"], b["offset"], b["raw"]) for b in res.bad] == [
+        (2, 6, "\\xff,bad"), (4, 18, "\\xfe,3,3"), (5, 24, "c,zz,1")]

@@ -112,13 +112,45 @@ def parse_csv(data: bytes, schema: pa.Schema, header: bool = False, delimiter: s
                                    null_value, multiline)
         typed, cast_bad = table.select(names).cast(schema), []
     except (pa.ArrowInvalid, pa.ArrowTypeError):
+        original = data
+        data, undecodable = _blank_undecodable(data, multiline)
         raw, invalid = _read_csv(data, names, dict.fromkeys(names, pa.binary()), header, delimiter, null_value,
                                  multiline)
         typed, cast_bad = _convert(raw, schema)
+        if undecodable:
+            bad = _csv_bad(data, header, multiline, len(schema), invalid, cast_bad, typed.num_rows + len(cast_bad))
+            return ParseResult(typed, _renumber(original, multiline, bad + undecodable))
     if not invalid and not cast_bad:
         return ParseResult(typed)
     n_raw = typed.num_rows + len(cast_bad)
     return ParseResult(typed, _csv_bad(data, header, multiline, len(schema), invalid, cast_bad, n_raw))
+
+
+def _blank_undecodable(data: bytes, multiline: bool) -> tuple[bytes, list[dict]]:
+    """Records that are not UTF-8 become blank lines of the same length (pyarrow skips them and every other record
+    keeps its byte offset); they are returned as quarantine records. pyarrow cannot hand such a record to the
+    invalid-row handler, so they must go before it reads."""
+    try:
+        data.decode("utf-8")
+        return data, []
+    except UnicodeDecodeError:
+        pass
+    buf, bad = bytearray(data), []
+    for s, e in _record_spans(data, multiline):
+        try:
+            data[s:e].decode("utf-8")
+        except UnicodeDecodeError:
+            bad.append({"row": None, "offset": s, "raw": data[s:e].decode("utf-8", errors="backslashreplace"),
+                        "reason": "not valid UTF-8"})
+            buf[s:e] = b"\n" * (e - s)
+    return bytes(buf), bad
+
+
+def _renumber(data: bytes, multiline: bool, bad: list[dict]) -> list[dict]:
+    """Record numbers in the original bytes (blanked records shifted pyarrow's numbering), found by offset."""
+    number = {s: k for k, (s, _) in enumerate(_record_spans(data, multiline), start=1)}
+    out = [{**b, "row": number.get(b["offset"], b["row"])} for b in bad]
+    return sorted(out, key=lambda b: (b["row"] is None, b["row"] or 0))
 
 
 def _record_spans(data: bytes, multiline: bool) -> list[tuple[int, int]]:

@@ -23,8 +23,13 @@ def _write(path: str, lines: list[str]) -> None:
 
 
 def _stream(spark, src: str, run: str, **opts):
-    reader = (spark.readStream.format("adaptstream").schema(SCHEMA).option("path", src)
-              .option("metricsPath", os.path.join(run, "metrics")).option("fileStableSeconds", "0"))
+    reader = (
+        spark.readStream.format("adaptstream")
+        .schema(SCHEMA)
+        .option("path", src)
+        .option("metricsPath", os.path.join(run, "metrics"))
+        .option("fileStableSeconds", "0")
+    )
     for k, v in opts.items():
         reader = reader.option(k, v)
     return reader.load()
@@ -40,9 +45,12 @@ def test_files_rows_equal_batch_and_bad_rows_quarantined(spark, tmp_path):
     _write(f"{src}/a.csv", ["x,1", "y,2"])
     _write(f"{src}/b.csv", ["x,3", "broken-row", "z,notanint", "z,4"])
     got: list[tuple] = []
-    q = (_stream(spark, src, run, admission="asap").writeStream
-         .foreachBatch(lambda df, _id: got.extend(tuple(r) for r in df.collect()))
-         .option("checkpointLocation", str(tmp_path / "ck")).start())
+    q = (
+        _stream(spark, src, run, admission="asap")
+        .writeStream.foreachBatch(lambda df, _id: got.extend(tuple(r) for r in df.collect()))
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .start()
+    )
     try:
         q.processAllAvailable()
         _write(f"{src}/c.csv", ["w,5"])
@@ -68,8 +76,13 @@ def test_restart_from_checkpoint_no_loss_no_duplicates(spark, tmp_path):
         _write(f"{src}/{i:03d}.csv", [f"k{j},{i * 10 + j}" for j in range(5)])
 
     def start():
-        return (_stream(spark, src, run, admission="asap").writeStream.format("parquet")
-                .option("path", out).option("checkpointLocation", ck).start())
+        return (
+            _stream(spark, src, run, admission="asap")
+            .writeStream.format("parquet")
+            .option("path", out)
+            .option("checkpointLocation", ck)
+            .start()
+        )
 
     q = start()
     try:
@@ -97,14 +110,23 @@ def test_generator_connector_restart_replays_exactly(spark, tmp_path):
     ddl = GENERATORS.get("linear_road")(seed=5).build().spark_schema_ddl
 
     def start():
-        df = (spark.readStream.format("adaptstream").option("connector", "generator")
-              .option("generator", "linear_road").option("seed", "5").option("rate", "50").option("duration", "12")
-              .option("metricsPath", f"{run}/metrics").option("path", f"{run}/input").load())
+        df = (
+            spark.readStream.format("adaptstream")
+            .option("connector", "generator")
+            .option("generator", "linear_road")
+            .option("seed", "5")
+            .option("rate", "50")
+            .option("duration", "12")
+            .option("metricsPath", f"{run}/metrics")
+            .option("path", f"{run}/input")
+            .load()
+        )
         return df.writeStream.format("parquet").option("path", out).option("checkpointLocation", ck).start()
 
     def datasets_written() -> int:
-        return len([n for n in os.listdir(f"{run}/input") if n.endswith(".csv")]) if os.path.isdir(
-            f"{run}/input") else 0
+        return (
+            len([n for n in os.listdir(f"{run}/input") if n.endswith(".csv")]) if os.path.isdir(f"{run}/input") else 0
+        )
 
     q = start()
     try:
@@ -138,18 +160,25 @@ def test_timestamp_column_through_source(spark, tmp_path):
     src.mkdir()
     _write(str(src / "a.csv"), ["a,2024-01-01 00:00:05", "b,2024-01-01 00:00:35"])
     got: list = []
-    q = (spark.readStream.format("adaptstream").schema("k STRING, ts TIMESTAMP").option("path", str(src))
-         .option("fileStableSeconds", "0").load()
-         .groupBy(F.window("ts", "30 seconds")).count()
-         .writeStream.outputMode("complete").foreachBatch(lambda df, _i: got.extend(df.collect()))
-         .option("checkpointLocation", str(tmp_path / "ck")).start())
+    q = (
+        spark.readStream.format("adaptstream")
+        .schema("k STRING, ts TIMESTAMP")
+        .option("path", str(src))
+        .option("fileStableSeconds", "0")
+        .load()
+        .groupBy(F.window("ts", "30 seconds"))
+        .count()
+        .writeStream.outputMode("complete")
+        .foreachBatch(lambda df, _i: got.extend(df.collect()))
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .start()
+    )
     try:
         q.processAllAvailable()
     finally:
         q.stop()
     batch = spark.read.schema("k STRING, ts TIMESTAMP").csv(str(src))
-    expected = sorted((r[0][0], r[1]) for r in batch.groupBy(
-        F.window("ts", "30 seconds")).count().collect())
+    expected = sorted((r[0][0], r[1]) for r in batch.groupBy(F.window("ts", "30 seconds")).count().collect())
     assert sorted((r[0][0], r[1]) for r in got) == expected == sorted(expected) and len(expected) == 2
 
 
@@ -165,8 +194,13 @@ def test_policy_state_survives_a_restart(spark, tmp_path):
     def drain(first: int) -> None:
         for i in range(first, first + 3):
             _write(f"{src}/{i:03d}.csv", [f"k{j},{i}" for j in range(10)])
-        q = (_stream(spark, src, run, admission="lmstream", slide="0", maxFilesPerTrigger="1").writeStream
-             .format("noop").trigger(availableNow=True).option("checkpointLocation", ck).start())
+        q = (
+            _stream(spark, src, run, admission="lmstream", slide="0", maxFilesPerTrigger="1")
+            .writeStream.format("noop")
+            .trigger(availableNow=True)
+            .option("checkpointLocation", ck)
+            .start()
+        )
         try:
             assert q.awaitTermination(120)
         finally:

@@ -56,9 +56,13 @@ def test_available_now_drains_in_bounded_batches_then_stops(spark, tmp_path):
     for i in range(10):
         _put(f"{src}/{i:02d}.csv", [f"k{i},{j}" for j in range(3)])
     sizes: list[int] = []
-    q = (_reader(spark, src, maxFilesPerTrigger="3", metricsPath=run, fileStableSeconds="0").writeStream
-         .foreachBatch(lambda df, _i: sizes.append(df.count())).trigger(availableNow=True)
-         .option("checkpointLocation", str(tmp_path / "ck")).start())
+    q = (
+        _reader(spark, src, maxFilesPerTrigger="3", metricsPath=run, fileStableSeconds="0")
+        .writeStream.foreachBatch(lambda df, _i: sizes.append(df.count()))
+        .trigger(availableNow=True)
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .start()
+    )
     try:
         assert q.awaitTermination(180)  # stops by itself once the backlog present at start is drained
     finally:
@@ -75,15 +79,17 @@ def test_bad_files_never_crash_and_every_bad_row_is_counted(spark, tmp_path):
     _put(f"{src}/b.csv", [f"{'x' * 200_000},1", "bad", "ok,2"])  # an oversize field beside a bad row
     _put(f"{src}/c.csv", ["NA,3", "null,4", ",5", "n,NaN"])  # null tokens: only the empty field is null
     got: list[tuple] = []
-    q = (_reader(spark, src, metricsPath=run, fileStableSeconds="0").writeStream
-         .foreachBatch(lambda df, _i: got.extend(tuple(r) for r in df.collect()))
-         .option("checkpointLocation", str(tmp_path / "ck")).start())
+    q = (
+        _reader(spark, src, metricsPath=run, fileStableSeconds="0")
+        .writeStream.foreachBatch(lambda df, _i: got.extend(tuple(r) for r in df.collect()))
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .start()
+    )
     try:
         q.processAllAvailable()
     finally:
         q.stop()
-    assert sorted(got, key=str) == sorted([("x" * 200_000, 1), ("ok", 2), ("NA", 3), ("null", 4), (None, 5)],
-                                          key=str)
+    assert sorted(got, key=str) == sorted([("x" * 200_000, 1), ("ok", 2), ("NA", 3), ("null", 4), (None, 5)], key=str)
     with open(f"{run}/datasets.jsonl") as f:
         ds = {os.path.basename(d["path"]): (d["rows"], d["quarantined"]) for d in map(json.loads, f)}
     assert ds == {"a.csv": (0, 2), "b.csv": (2, 1), "c.csv": (3, 1)}
@@ -110,8 +116,13 @@ def test_files_written_in_place_and_renamed_are_read_exactly_once(spark, tmp_pat
         with open(f"{src}/inplace.csv", "a") as f:  # rows appended after admission
             f.write("".join(f"late,{j}\n" for j in range(100)))
 
-    q = (_reader(spark, src, statePath=state, fileStableSeconds="0.3").writeStream.format("parquet")
-         .option("path", out).option("checkpointLocation", ck).start())
+    q = (
+        _reader(spark, src, statePath=state, fileStableSeconds="0.3")
+        .writeStream.format("parquet")
+        .option("path", out)
+        .option("checkpointLocation", ck)
+        .start()
+    )
     try:
         t = threading.Thread(target=writer)
         t.start()
@@ -139,9 +150,14 @@ def test_two_queries_on_one_directory_and_a_torn_manifest_restart_cleanly(spark,
         _put(f"{src}/{i}.csv", [f"k{i},{j}" for j in range(4)])
 
     def start(name: str):
-        return (_reader(spark, src, fileStableSeconds="0").writeStream.format("parquet").queryName(name)
-                .option("path", str(tmp_path / name)).option("checkpointLocation", str(tmp_path / f"ck-{name}"))
-                .start())
+        return (
+            _reader(spark, src, fileStableSeconds="0")
+            .writeStream.format("parquet")
+            .queryName(name)
+            .option("path", str(tmp_path / name))
+            .option("checkpointLocation", str(tmp_path / f"ck-{name}"))
+            .start()
+        )
 
     qa, qb = start("qa"), start("qb")
     try:
@@ -191,16 +207,26 @@ def test_kill_9_of_the_driver_mid_stream_then_restart_loses_and_duplicates_nothi
     script = tmp_path / "driver.py"
     script.write_text(_DRIVER)
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
-    proc = subprocess.Popen([sys.executable, str(script), src, out, ck, state, "run"], env=env,
-                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), src, out, ck, state, "run"],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         commits = os.path.join(ck, "commits")
         _wait_for(lambda: os.path.isdir(commits) and len(os.listdir(commits)) >= 4, timeout=180)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers, mid-batch
         proc.wait()
-    done = subprocess.run([sys.executable, str(script), src, out, ck, state, "drain"], env=env, timeout=300,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, str(script), src, out, ck, state, "drain"],
+        env=env,
+        timeout=300,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     streamed = _rows(spark.read.parquet(out))
     assert len(streamed) == 40 * 50

@@ -100,8 +100,7 @@ class Clock:
 
 
 def _conn(tmp_path, clock, **kw) -> FilesConnector:
-    return FilesConnector(Manifest(str(tmp_path / "state" / "manifest.jsonl")), str(tmp_path / "in"),
-                          clock=clock, **kw)
+    return FilesConnector(Manifest(str(tmp_path / "state" / "manifest.jsonl")), str(tmp_path / "in"), clock=clock, **kw)
 
 
 def _touch(path, text: str, mtime: float, mode: str = "w") -> None:
@@ -208,20 +207,23 @@ def test_quarantine_is_deduplicated_across_replays_and_restarts(tmp_path):
 
 
 # -- item 9: validation at construction ---------------------------------------------------------------------
-@pytest.mark.parametrize(("opts", "match"), [
-    ({"admission": "lmstreem"}, "valid choices: asap, fixed, lmstream"),
-    ({"partitioner": "cam2"}, "unknown partitioner 'cam2'; valid choices: "),
-    ({"connector": "generator", "generator": "nope"}, "valid choices: "),
-    ({"connector": "generator", "generator": "linear_road", "traffic": "bursty"}, "constant, random, sinusoidal"),
-    ({"delimiter": ";;"}, "one character"),
-    ({"jitter": "-1"}, "jitter must be in"),
-    ({"amplitude": "2"}, "amplitude must be in"),
-    ({"numBlocks": "2.7"}, "numBlocks must be an integer"),
-    ({"connector": "generator", "generator": "linear_road", "rate": "-500"}, "rate must be >= 0"),
-    ({"maxBytesPerTrigger": "lots"}, "size in bytes"),
-    ({"ignorePattern": "("}, "not a valid regular expression"),
-    ({"partitionerParams": "oops"}, "name=value"),
-])
+@pytest.mark.parametrize(
+    ("opts", "match"),
+    [
+        ({"admission": "lmstreem"}, "valid choices: asap, fixed, lmstream"),
+        ({"partitioner": "cam2"}, "unknown partitioner 'cam2'; valid choices: "),
+        ({"connector": "generator", "generator": "nope"}, "valid choices: "),
+        ({"connector": "generator", "generator": "linear_road", "traffic": "bursty"}, "constant, random, sinusoidal"),
+        ({"delimiter": ";;"}, "one character"),
+        ({"jitter": "-1"}, "jitter must be in"),
+        ({"amplitude": "2"}, "amplitude must be in"),
+        ({"numBlocks": "2.7"}, "numBlocks must be an integer"),
+        ({"connector": "generator", "generator": "linear_road", "rate": "-500"}, "rate must be >= 0"),
+        ({"maxBytesPerTrigger": "lots"}, "size in bytes"),
+        ({"ignorePattern": "("}, "not a valid regular expression"),
+        ({"partitionerParams": "oops"}, "name=value"),
+    ],
+)
 def test_bad_options_fail_at_construction_naming_choices_or_range(tmp_path, opts, match):
     with pytest.raises(ConfigError, match=match):
         SourceOptions.parse({"path": str(tmp_path), **opts})
@@ -249,4 +251,7 @@ def test_undecodable_bytes_in_a_malformed_row_are_quarantined_not_fatal():
     res = parse_csv(data, SCHEMA)
     assert [r["k"] for r in res.table.to_pylist()] == ["a", "b"]
     assert [(b["row"], b["offset"], b["raw"]) for b in res.bad] == [
-        (2, 6, "\\xff,bad"), (4, 18, "\\xfe,3,3"), (5, 24, "c,zz,1")]
+        (2, 6, "\\xff,bad"),
+        (4, 18, "\\xfe,3,3"),
+        (5, 24, "c,zz,1"),
+    ]

@@ -48,9 +48,16 @@ def _frame(spark, path: str, data: str, state: Path, extra: dict[str, str] | Non
 
     if path == "spark-csv":
         return spark.readStream.schema(SPARK_DDL).option("maxFilesPerTrigger", "10").csv(data)
-    r = (spark.readStream.format("adaptstream").schema(SPARK_DDL).option("path", data)
-         .option("maxFilesPerTrigger", "10").option("maxBytesPerTrigger", "0").option("metricsPath", str(state))
-         .option("fileStableSeconds", "0").option("readOn", "driver" if path == "adaptstream-driver" else "executors"))
+    r = (
+        spark.readStream.format("adaptstream")
+        .schema(SPARK_DDL)
+        .option("path", data)
+        .option("maxFilesPerTrigger", "10")
+        .option("maxBytesPerTrigger", "0")
+        .option("metricsPath", str(state))
+        .option("fileStableSeconds", "0")
+        .option("readOn", "driver" if path == "adaptstream-driver" else "executors")
+    )
     for k, v in (extra or {}).items():
         r = r.option(k, v)
     return r.load()
@@ -62,8 +69,12 @@ def _query(df, query: str):
     if query == "filter":
         return df.filter(F.col("Spd") >= 0)
     ts = F.timestamp_seconds("Time")
-    return (df.withColumn("ts", ts).withWatermark("ts", "10 seconds")
-            .groupBy(F.window("ts", "30 seconds", "10 seconds"), "XWay").agg(F.avg("Spd").alias("avg_spd")))
+    return (
+        df.withColumn("ts", ts)
+        .withWatermark("ts", "10 seconds")
+        .groupBy(F.window("ts", "30 seconds", "10 seconds"), "XWay")
+        .agg(F.avg("Spd").alias("avg_spd"))
+    )
 
 
 def drain(spark, path: str, query: str, data: str, work: Path, extra: dict[str, str] | None = None) -> dict:
@@ -91,8 +102,11 @@ def _source_cpu(batches: Path) -> dict:
         return {}
     cpu = recs[-1]["extra"]["source_cpu_s"] - recs[0]["extra"]["source_cpu_s"]
     rows = sum(r["rows"] for r in recs[1:])
-    return {"source_cpu_s": cpu, "source_cpu_us_per_row": 1e6 * cpu / max(rows, 1),
-            "max_batch_bytes": max(r["bytes"] for r in recs)}
+    return {
+        "source_cpu_s": cpu,
+        "source_cpu_us_per_row": 1e6 * cpu / max(rows, 1),
+        "max_batch_bytes": max(r["bytes"] for r in recs),
+    }
 
 
 # -- memory -----------------------------------------------------------------------------------------------------
@@ -155,10 +169,16 @@ def backlog_memory(spark, data: str, data_bytes: int, expected_rows: int, work: 
     res = {}
     for path in ("adaptstream", "adaptstream-driver"):
         with WorkerRss(spark._jvm.java.lang.ProcessHandle.current().pid()) as rss:
-            r = drain(spark, path, "filter", data, work / path, {"maxBytesPerTrigger": str(cap),
-                                                                   "maxFilesPerTrigger": "0"})
-        res[path] = {**r, "cap_bytes": cap, "peak_worker_rss_mb": rss.peak_one / 2**20,
-                     "peak_all_workers_rss_mb": rss.peak_sum / 2**20, "lost_rows": expected_rows - r["rows"]}
+            r = drain(
+                spark, path, "filter", data, work / path, {"maxBytesPerTrigger": str(cap), "maxFilesPerTrigger": "0"}
+            )
+        res[path] = {
+            **r,
+            "cap_bytes": cap,
+            "peak_worker_rss_mb": rss.peak_one / 2**20,
+            "peak_all_workers_rss_mb": rss.peak_sum / 2**20,
+            "lost_rows": expected_rows - r["rows"],
+        }
     return res
 
 
@@ -174,16 +194,26 @@ def cluster_runs(data: str, workers: list[int], reps: int, work: Path, echo) -> 
 
     out: dict = {}
     for n in workers:
-        env = {**os.environ, "ADAPTSTREAM_CLUSTER_DIR": str(work / f"cluster-{n}"),
-               "ADAPTSTREAM_MASTER_PORT": "7178", "PYTHON": sys.executable}
-        url = subprocess.run(["bash", str(ROOT / "scripts" / "cluster.sh"), "start", str(n)], env=env,
-                             capture_output=True, text=True, timeout=180, check=True).stdout.strip()
+        env = {
+            **os.environ,
+            "ADAPTSTREAM_CLUSTER_DIR": str(work / f"cluster-{n}"),
+            "ADAPTSTREAM_MASTER_PORT": "7178",
+            "PYTHON": sys.executable,
+        }
+        url = subprocess.run(
+            ["bash", str(ROOT / "scripts" / "cluster.sh"), "start", str(n)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=True,
+        ).stdout.strip()
         try:
             spark = build_spark(master=url, conf={"spark.executor.memory": "1g"})
             try:
                 runs: dict = {p: [] for p in ("spark-csv", "adaptstream")}
                 for rep in range(reps + 1):
-                    for p in (("spark-csv", "adaptstream") if rep % 2 else ("adaptstream", "spark-csv")):
+                    for p in ("spark-csv", "adaptstream") if rep % 2 else ("adaptstream", "spark-csv"):
                         cpu0 = _jvm_cpu(spark)
                         r = drain(spark, p, "filter", data, work / f"c{n}-{p}-{rep}")
                         r["driver_jvm_cpu_s"] = _jvm_cpu(spark) - cpu0
@@ -213,9 +243,13 @@ def source_command(
     target = Path(out or f"runs/bench-source-{time.strftime('%Y%m%d-%H%M%S')}")
     work = target / "work"
     data = work / "data"
-    meta = {"command": " ".join(["adaptstream", "bench", "source", *sys.argv[3:]]), "git": _git(),
-            "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
-            "load_before": os.getloadavg(), "started": time.time()}
+    meta = {
+        "command": " ".join(["adaptstream", "bench", "source", *sys.argv[3:]]),
+        "git": _git(),
+        "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
+        "load_before": os.getloadavg(),
+        "started": time.time(),
+    }
     typer.echo(f"bench source: writing {rows:,} Linear Road rows in {files} files under {data}")
     data_bytes = make_data(data, rows, files)
     spark = build_spark(app_name="bench-source")
@@ -226,8 +260,10 @@ def source_command(
                 order = PATHS if rep % 2 == 0 else tuple(reversed(PATHS))
                 for p in order:
                     r = drain(spark, p, q, str(data), work / f"{q}-{p}-{rep}")
-                    typer.echo(f"  {q:6s} {p:18s} {'warm-up' if rep == 0 else f'run {rep}':8s} "
-                               f"{r['rows_per_s']:>12,.0f} rows/s")
+                    typer.echo(
+                        f"  {q:6s} {p:18s} {'warm-up' if rep == 0 else f'run {rep}':8s} "
+                        f"{r['rows_per_s']:>12,.0f} rows/s"
+                    )
                     if rep:
                         local[q][p].append(r)
         typer.echo("bench source: backlog of 10x the byte cap")
@@ -236,8 +272,14 @@ def source_command(
         spark.stop()
     sizes = [int(x) for x in workers.split(",") if x.strip()]
     cluster = cluster_runs(str(data), sizes, cluster_reps, work, typer.echo) if sizes else {}
-    meta.update(load_after=os.getloadavg(), finished=time.time(), rows=rows // files * files, files=files,
-                data_bytes=data_bytes, reps=reps)
+    meta.update(
+        load_after=os.getloadavg(),
+        finished=time.time(),
+        rows=rows // files * files,
+        files=files,
+        data_bytes=data_bytes,
+        reps=reps,
+    )
     result = {"meta": meta, "local": local, "backlog": backlog, "cluster": cluster}
     from adaptstream.bench.source_report import write_report
 
@@ -247,8 +289,9 @@ def source_command(
 
 def _git() -> str:
     try:
-        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 

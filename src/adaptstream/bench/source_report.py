@@ -15,37 +15,70 @@ from adaptstream.bench.source import PATHS, QUERIES, median
 
 def targets(r: dict) -> list[tuple[str, str, str, bool | None]]:
     """(target, rule, measured, met) — each verdict computed here from the recorded figures."""
-    out = []
-    ratios = {q: median(r["local"][q]["adaptstream"], "rows_per_s") / median(r["local"][q]["spark-csv"], "rows_per_s")
-              for q in QUERIES}
-    out.append(("adaptstream / Spark CSV source >= 1.0 on both queries",
-                "median rows/s of adaptstream (executor reads) / median rows/s of Spark's CSV source, per query",
-                ", ".join(f"{q} {v:.2f}x" for q, v in ratios.items()), all(v >= 1.0 for v in ratios.values())))
-    cpu = {q: median(r["local"][q]["adaptstream"], "source_cpu_us_per_row")
-           / median(r["local"][q]["adaptstream-driver"], "source_cpu_us_per_row") for q in QUERIES}
-    out.append(("driver-side CPU per row <= 10 % of the driver-parse path",
-                "source-process CPU per row, executor reads / readOn=driver (the path before this change)",
-                ", ".join(f"{q} {100 * v:.1f} %" for q, v in cpu.items()), all(v <= 0.10 for v in cpu.values())))
+    out: list[tuple[str, str, str, bool | None]] = []
+    ratios = {
+        q: median(r["local"][q]["adaptstream"], "rows_per_s") / median(r["local"][q]["spark-csv"], "rows_per_s")
+        for q in QUERIES
+    }
+    out.append(
+        (
+            "adaptstream / Spark CSV source >= 1.0 on both queries",
+            "median rows/s of adaptstream (executor reads) / median rows/s of Spark's CSV source, per query",
+            ", ".join(f"{q} {v:.2f}x" for q, v in ratios.items()),
+            all(v >= 1.0 for v in ratios.values()),
+        )
+    )
+    cpu = {
+        q: median(r["local"][q]["adaptstream"], "source_cpu_us_per_row")
+        / median(r["local"][q]["adaptstream-driver"], "source_cpu_us_per_row")
+        for q in QUERIES
+    }
+    out.append(
+        (
+            "driver-side CPU per row <= 10 % of the driver-parse path",
+            "source-process CPU per row, executor reads / readOn=driver (the path before this change)",
+            ", ".join(f"{q} {100 * v:.1f} %" for q, v in cpu.items()),
+            all(v <= 0.10 for v in cpu.values()),
+        )
+    )
     b = r["backlog"]["adaptstream"]
-    out.append(("a 10x backlog is drained in batches within the cap, no loss",
-                "largest batch bytes <= maxBytesPerTrigger and rows read == rows written",
-                f"largest batch {b.get('max_batch_bytes', 0) / 2**20:.1f} MiB of cap {b['cap_bytes'] / 2**20:.1f} MiB,"
-                f" lost {b['lost_rows']}, peak worker RSS {b['peak_worker_rss_mb']:.0f} MB",
-                b.get("max_batch_bytes", 0) <= b["cap_bytes"] and b["lost_rows"] == 0))
+    out.append(
+        (
+            "a 10x backlog is drained in batches within the cap, no loss",
+            "largest batch bytes <= maxBytesPerTrigger and rows read == rows written",
+            f"largest batch {b.get('max_batch_bytes', 0) / 2**20:.1f} MiB of cap {b['cap_bytes'] / 2**20:.1f} MiB,"
+            f" lost {b['lost_rows']}, peak worker RSS {b['peak_worker_rss_mb']:.0f} MB",
+            b.get("max_batch_bytes", 0) <= b["cap_bytes"] and b["lost_rows"] == 0,
+        )
+    )
     c = r.get("cluster") or {}
     if "1" in c and "2" in c:
         one, two = (median(c[n]["adaptstream"], "rows_per_s") for n in ("1", "2"))
-        out.append(("on the standalone cluster, throughput grows with workers",
-                    "median rows/s with 2 workers / with 1 worker > 1.1 (adaptstream, filter)",
-                    f"{two / one:.2f}x ({one:,.0f} -> {two:,.0f} rows/s)", two / one > 1.1))
+        out.append(
+            (
+                "on the standalone cluster, throughput grows with workers",
+                "median rows/s with 2 workers / with 1 worker > 1.1 (adaptstream, filter)",
+                f"{two / one:.2f}x ({one:,.0f} -> {two:,.0f} rows/s)",
+                two / one > 1.1,
+            )
+        )
     else:
-        out.append(("on the standalone cluster, throughput grows with workers", "needs runs with 1 and 2 workers",
-                    "not run", None))
+        out.append(
+            (
+                "on the standalone cluster, throughput grows with workers",
+                "needs runs with 1 and 2 workers",
+                "not run",
+                None,
+            )
+        )
     return out
 
 
 def _table(r: dict) -> list[str]:
-    lines = ["| query | path | rows/s (median) | runs | ratio to Spark CSV | source CPU µs/row |", "|---|---|---|---|---|---|"]
+    lines = [
+        "| query | path | rows/s (median) | runs | ratio to Spark CSV | source CPU µs/row |",
+        "|---|---|---|---|---|---|",
+    ]
     for q in QUERIES:
         base = median(r["local"][q]["spark-csv"], "rows_per_s")
         for p in PATHS:
@@ -53,8 +86,9 @@ def _table(r: dict) -> list[str]:
             v = median(runs, "rows_per_s")
             cpu = median(runs, "source_cpu_us_per_row")
             cells = ", ".join(f"{x['rows_per_s']:,.0f}" for x in runs)
-            lines.append(f"| {q} | {p} | {v:,.0f} | {cells} | {v / base:.2f}x | "
-                         f"{'-' if cpu != cpu else f'{cpu:.2f}'} |")
+            lines.append(
+                f"| {q} | {p} | {v:,.0f} | {cells} | {v / base:.2f}x | {'-' if cpu != cpu else f'{cpu:.2f}'} |"
+            )
     return lines
 
 
@@ -62,14 +96,18 @@ def _cluster(r: dict) -> list[str]:
     c = r.get("cluster") or {}
     if not c:
         return ["Not run in this invocation."]
-    lines = ["| workers | path | rows/s (median) | runs | driver JVM CPU s (median) | source CPU µs/row |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| workers | path | rows/s (median) | runs | driver JVM CPU s (median) | source CPU µs/row |",
+        "|---|---|---|---|---|---|",
+    ]
     for n, runs in c.items():
         for p, rs in runs.items():
             cpu = median(rs, "source_cpu_us_per_row")
             cells = ", ".join(f"{x['rows_per_s']:,.0f}" for x in rs)
-            lines.append(f"| {n} | {p} | {median(rs, 'rows_per_s'):,.0f} | {cells} | "
-                         f"{median(rs, 'driver_jvm_cpu_s'):.1f} | {'-' if cpu != cpu else f'{cpu:.2f}'} |")
+            lines.append(
+                f"| {n} | {p} | {median(rs, 'rows_per_s'):,.0f} | {cells} | "
+                f"{median(rs, 'driver_jvm_cpu_s'):.1f} | {'-' if cpu != cpu else f'{cpu:.2f}'} |"
+            )
     return lines
 
 
@@ -79,8 +117,7 @@ def _plot(r: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2 if r.get("cluster") else 1, figsize=(11 if r.get("cluster") else 6, 4),
-                             squeeze=False)
+    fig, axes = plt.subplots(1, 2 if r.get("cluster") else 1, figsize=(11 if r.get("cluster") else 6, 4), squeeze=False)
     ax = axes[0][0]
     width = 0.27
     for k, p in enumerate(PATHS):
@@ -122,7 +159,7 @@ def write_report(r: dict, target: Path) -> None:
         "",
         f"Data: {m['rows']:,} Linear Road rows in {m['files']} CSV files ({m['data_bytes'] / 2**20:.0f} MiB). Each run"
         " drains the directory with `Trigger.AvailableNow`, 10 files per micro-batch, into a noop sink. Paths:"
-        " `spark-csv` = `spark.readStream.csv`; `adaptstream` = `format(\"adaptstream\")`, executors read and parse"
+        ' `spark-csv` = `spark.readStream.csv`; `adaptstream` = `format("adaptstream")`, executors read and parse'
         " (the default); `adaptstream-driver` = `readOn=driver`, rows parsed beside the driver and shipped inside the"
         f" partitions (how every row travelled before). One warm-up per path, then {m['reps']} runs alternating order."
         " Queries: `filter` = `Spd >= 0`; `window` = 30 s / 10 s sliding average speed per expressway.",
@@ -144,9 +181,11 @@ def write_report(r: dict, target: Path) -> None:
         "",
         "| path | cap MiB | batches | largest batch MiB | rows | lost | peak one Python process MB | peak all MB |",
         "|---|---|---|---|---|---|---|---|",
-        *[f"| {p} | {x['cap_bytes'] / 2**20:.1f} | {x['batches']} | {x.get('max_batch_bytes', 0) / 2**20:.1f} |"
-          f" {x['rows']:,} | {x['lost_rows']} | {x['peak_worker_rss_mb']:.0f} | {x['peak_all_workers_rss_mb']:.0f} |"
-          for p, x in b.items()],
+        *[
+            f"| {p} | {x['cap_bytes'] / 2**20:.1f} | {x['batches']} | {x.get('max_batch_bytes', 0) / 2**20:.1f} |"
+            f" {x['rows']:,} | {x['lost_rows']} | {x['peak_worker_rss_mb']:.0f} | {x['peak_all_workers_rss_mb']:.0f} |"
+            for p, x in b.items()
+        ],
         "",
         "Python processes sampled every 50 ms: Spark's Python workers, their daemon and the source process.",
         "",

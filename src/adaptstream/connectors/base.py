@@ -72,7 +72,7 @@ def fingerprint(path: str, start: int, length: int) -> str:
 def fingerprint_of(data: bytes) -> str:
     """The same fingerprint, computed from bytes already read (executors verify what they parse)."""
     n = min(len(data), FINGERPRINT_BYTES)
-    return fingerprint_bytes(data[:n], data[len(data) - n:], len(data))
+    return fingerprint_bytes(data[:n], data[len(data) - n :], len(data))
 
 
 def read_jsonl(path: str) -> Iterator[dict]:
@@ -94,7 +94,7 @@ def read_jsonl(path: str) -> Iterator[dict]:
                 raise ValueError("no newline")
             rec = json.loads(line)
         except ValueError:
-            if k >= len(lines) - 2 and (last or not any(x.strip() for x in lines[k + 1:])):
+            if k >= len(lines) - 2 and (last or not any(x.strip() for x in lines[k + 1 :])):
                 log.warning("%s: dropping a torn last record (%d bytes) left by a crash", path, len(line))
                 with open(path, "r+b") as f:
                     f.truncate(good_end)
@@ -143,8 +143,10 @@ class StateLock:
             self._f.seek(0)
             holder = self._f.read().strip() or "another process"
             self._f.close()
-            msg = (f"the source state directory {state_dir} is in use by another running query ({holder}); "
-                   "give each query its own .option('statePath', DIR), or stop the other query")
+            msg = (
+                f"the source state directory {state_dir} is in use by another running query ({holder}); "
+                "give each query its own .option('statePath', DIR), or stop the other query"
+            )
             raise ConnectorError(msg) from None
         self._f.seek(0)
         self._f.truncate()

@@ -33,10 +33,18 @@ def ignored(name: str, pattern: re.Pattern[str] | None = None) -> bool:
 
 
 class FilesConnector(Connector):
-    def __init__(self, manifest: Manifest, path: str, drain: bool = False, sentinel_path: str | None = None,
-                 finished: Callable[[], bool] | None = None, stable_seconds: float = 0.5,
-                 ignore_pattern: str | None = None, clock: Callable[[], float] = time.time,
-                 on_changed: Callable[[str, str], None] | None = None) -> None:
+    def __init__(
+        self,
+        manifest: Manifest,
+        path: str,
+        drain: bool = False,
+        sentinel_path: str | None = None,
+        finished: Callable[[], bool] | None = None,
+        stable_seconds: float = 0.5,
+        ignore_pattern: str | None = None,
+        clock: Callable[[], float] = time.time,
+        on_changed: Callable[[str, str], None] | None = None,
+    ) -> None:
         super().__init__(manifest)
         if not os.path.isdir(path):
             msg = f"files connector: input directory {path!r} does not exist"
@@ -120,8 +128,10 @@ class FilesConnector(Connector):
 
     def pending_unstable(self) -> bool:
         """True while a file is visible but not yet admitted (being written, or waiting to be stable)."""
-        return any(self.manifest.admitted.get(p, 0) != size and p not in self._reported
-                   for p, (size, _) in self._last_seen.items())
+        return any(
+            self.manifest.admitted.get(p, 0) != size and p not in self._reported
+            for p, (size, _) in self._last_seen.items()
+        )
 
     # -- end of input ---------------------------------------------------------------------------------------
     def _input_done(self) -> bool:

@@ -21,8 +21,14 @@ from adaptstream.workloads.io import dataset_file_name, write_dataset
 class DatasetWriter:
     """Writes dataset ``k`` at wall time start + k + 1 (a dataset collects one second of rows)."""
 
-    def __init__(self, out_dir: str, make_rows: Callable[[int], pa.Table], header: bool, duration: float | None,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        out_dir: str,
+        make_rows: Callable[[int], pa.Table],
+        header: bool,
+        duration: float | None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.out_dir = out_dir
         self.make_rows = make_rows
         self.header = header
@@ -76,12 +82,18 @@ class DatasetWriter:
 
 
 class GeneratorConnector(FilesConnector):
-    def __init__(self, manifest: Manifest, writer: DatasetWriter, drain: bool = False,
-                 sentinel_path: str | None = None) -> None:
+    def __init__(
+        self, manifest: Manifest, writer: DatasetWriter, drain: bool = False, sentinel_path: str | None = None
+    ) -> None:
         self.writer = writer
-        super().__init__(manifest, writer.out_dir, drain, sentinel_path,
-                         finished=lambda: writer.finished.is_set() and writer.error is None,
-                         stable_seconds=0)  # the writer renames complete files into place: no wait needed
+        super().__init__(
+            manifest,
+            writer.out_dir,
+            drain,
+            sentinel_path,
+            finished=lambda: writer.finished.is_set() and writer.error is None,
+            stable_seconds=0,
+        )  # the writer renames complete files into place: no wait needed
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:

@@ -10,6 +10,7 @@ offset of the record in the range, the raw text (undecodable bytes shown as \\x 
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 from collections.abc import Callable
@@ -73,8 +74,9 @@ def read_range(path: str, start: int = 0, length: int | None = None) -> bytes:
     return data
 
 
-def parse_file(path: str, schema: pa.Schema, fmt: FileFormat | str = "csv", header: bool = False,
-               delimiter: str = ",") -> ParseResult:
+def parse_file(
+    path: str, schema: pa.Schema, fmt: FileFormat | str = "csv", header: bool = False, delimiter: str = ","
+) -> ParseResult:
     f = fmt if isinstance(fmt, FileFormat) else FileFormat("json" if fmt == "jsonl" else fmt, header, delimiter)
     return parse_bytes(read_range(path), schema, f)
 
@@ -85,37 +87,48 @@ def _naive(t: pa.DataType) -> pa.DataType:
     return pa.timestamp(t.unit) if pa.types.is_timestamp(t) and t.tz else t
 
 
-def _read_csv(data: bytes, names: list[str], types: dict, header: bool, delimiter: str, null_value: str,
-              multiline: bool) -> tuple[pa.Table, list]:
+def _read_csv(
+    data: bytes, names: list[str], types: dict, header: bool, delimiter: str, null_value: str, multiline: bool
+) -> tuple[pa.Table, list]:
     invalid: list = []
 
     def on_invalid(row) -> str:
         invalid.append(row)
         return "skip"
 
-    read = pcsv.ReadOptions(column_names=names, skip_rows=1 if header else 0, use_threads=False,
-                            block_size=max(len(data) + 1, 1 << 16))  # one block: a row of any size fits
+    read = pcsv.ReadOptions(
+        column_names=names, skip_rows=1 if header else 0, use_threads=False, block_size=max(len(data) + 1, 1 << 16)
+    )  # one block: a row of any size fits
     parse = pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=multiline, invalid_row_handler=on_invalid)
-    conv = pcsv.ConvertOptions(column_types=types, null_values=[null_value], strings_can_be_null=True,
-                               quoted_strings_can_be_null=False)
+    conv = pcsv.ConvertOptions(
+        column_types=types, null_values=[null_value], strings_can_be_null=True, quoted_strings_can_be_null=False
+    )
     table = pcsv.read_csv(io.BytesIO(data), read_options=read, parse_options=parse, convert_options=conv)
     return table, invalid
 
 
-def parse_csv(data: bytes, schema: pa.Schema, header: bool = False, delimiter: str = ",", null_value: str = "",
-              multiline: bool = True) -> ParseResult:
+def parse_csv(
+    data: bytes,
+    schema: pa.Schema,
+    header: bool = False,
+    delimiter: str = ",",
+    null_value: str = "",
+    multiline: bool = True,
+) -> ParseResult:
     if not data.strip():
         return ParseResult(schema.empty_table())
     names = schema.names
     try:
-        table, invalid = _read_csv(data, names, {f.name: _naive(f.type) for f in schema}, header, delimiter,
-                                   null_value, multiline)
-        typed, cast_bad = table.select(names).cast(schema), []
+        table, invalid = _read_csv(
+            data, names, {f.name: _naive(f.type) for f in schema}, header, delimiter, null_value, multiline
+        )
+        typed, cast_bad = table.select(names).cast(schema), list[tuple[int, str]]()
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         original = data
         data, undecodable = _blank_undecodable(data, multiline)
-        raw, invalid = _read_csv(data, names, dict.fromkeys(names, pa.binary()), header, delimiter, null_value,
-                                 multiline)
+        raw, invalid = _read_csv(
+            data, names, dict.fromkeys(names, pa.binary()), header, delimiter, null_value, multiline
+        )
         typed, cast_bad = _convert(raw, schema)
         if undecodable:
             bad = _csv_bad(data, header, multiline, len(schema), invalid, cast_bad, typed.num_rows + len(cast_bad))
@@ -140,8 +153,14 @@ def _blank_undecodable(data: bytes, multiline: bool) -> tuple[bytes, list[dict]]
         try:
             data[s:e].decode("utf-8")
         except UnicodeDecodeError:
-            bad.append({"row": None, "offset": s, "raw": data[s:e].decode("utf-8", errors="backslashreplace"),
-                        "reason": "not valid UTF-8"})
+            bad.append(
+                {
+                    "row": None,
+                    "offset": s,
+                    "raw": data[s:e].decode("utf-8", errors="backslashreplace"),
+                    "reason": "not valid UTF-8",
+                }
+            )
             buf[s:e] = b"\n" * (e - s)
     return bytes(buf), bad
 
@@ -171,8 +190,15 @@ def _record_spans(data: bytes, multiline: bool) -> list[tuple[int, int]]:
     return spans
 
 
-def _csv_bad(data: bytes, header: bool, multiline: bool, n_fields: int, invalid: list,
-             cast_bad: list[tuple[int, str]], n_raw: int) -> list[dict]:
+def _csv_bad(
+    data: bytes,
+    header: bool,
+    multiline: bool,
+    n_fields: int,
+    invalid: list,
+    cast_bad: list[tuple[int, str]],
+    n_raw: int,
+) -> list[dict]:
     """Quarantine records for rows pyarrow skipped (wrong field count) and rows whose values did not convert.
     Record numbers are pyarrow's (1-based, the header counted)."""
     spans = _record_spans(data, multiline)
@@ -183,8 +209,16 @@ def _csv_bad(data: bytes, header: bool, multiline: bool, n_fields: int, invalid:
     kept = [k for k in range(first, len(spans) + 1) if k not in skipped] if exact else []
     out = []
     for r in invalid:
-        out.append(_bad(data, spans, r.number if exact else None, r.text,
-                        f"{r.actual_columns} fields, expected {n_fields}", r.number))
+        out.append(
+            _bad(
+                data,
+                spans,
+                r.number if exact else None,
+                r.text,
+                f"{r.actual_columns} fields, expected {n_fields}",
+                r.number,
+            )
+        )
     for i, reason in cast_bad:
         rec = kept[i] if exact else None
         out.append(_bad(data, spans, rec, None, reason, rec))
@@ -234,7 +268,7 @@ def _convert(raw: pa.Table, schema: pa.Schema) -> tuple[pa.Table, list[tuple[int
     reasons: dict[int, str] = {}
     for f in schema:
         col = raw.column(f.name).combine_chunks()
-        for i in _failing(col, lambda a, t=f.type: _cast(a, t)):
+        for i in _failing(col, functools.partial(_cast, t=f.type)):
             v = col[i].as_py()
             shown = v.decode("utf-8", errors="backslashreplace") if isinstance(v, bytes) else str(v)
             shown = shown if len(shown) <= 80 else shown[:77] + "..."
@@ -261,8 +295,11 @@ def parse_jsonl(data: bytes, schema: pa.Schema) -> ParseResult:
         return ParseResult(schema.empty_table())
     try:
         opts = pjson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-        table = pjson.read_json(io.BytesIO(data), read_options=pjson.ReadOptions(use_threads=False,
-                                block_size=max(len(data) + 1, 1 << 16)), parse_options=opts)
+        table = pjson.read_json(
+            io.BytesIO(data),
+            read_options=pjson.ReadOptions(use_threads=False, block_size=max(len(data) + 1, 1 << 16)),
+            parse_options=opts,
+        )
         return ParseResult(table.select(schema.names).cast(schema))
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         pass

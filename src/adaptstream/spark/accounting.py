@@ -7,6 +7,7 @@ counts and malformed rows come from the part files the executors wrote while rea
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -90,8 +91,15 @@ class Quarantine:
 class Accountant:
     """Turns completed batches into dataset and batch records and feeds the admission policy."""
 
-    def __init__(self, recorder: MetricsRecorder, quarantine: Quarantine, parts_dir: str,
-                 policy: AdmissionPolicy, admission: str, partitioner: str) -> None:
+    def __init__(
+        self,
+        recorder: MetricsRecorder,
+        quarantine: Quarantine,
+        parts_dir: str,
+        policy: AdmissionPolicy,
+        admission: str,
+        partitioner: str,
+    ) -> None:
         self.recorder = recorder
         self.quarantine = quarantine
         self.parts_dir = parts_dir
@@ -117,27 +125,40 @@ class Accountant:
         self._rows_done += rows
         self._proc_done += proc
         max_lat = max((r.latency for r in data), default=0.0)
-        block_rows = p.block_rows if p.block_rows is not None else [sum(per_seq.get(s, 0) for s in b)
-                                                                     for b in p.blocks]
+        block_rows = p.block_rows if p.block_rows is not None else [sum(per_seq.get(s, 0) for s in b) for b in p.blocks]
         self.recorder.datasets(records)
-        self.recorder.batch(BatchRecord(
-            batch=self.batches, start=p.start, end=p.end, datasets=len(records), rows=rows,
-            bytes=sum(r.bytes for r in records), quarantined=sum(r.quarantined for r in records),
-            admitted_at=p.admitted_at, planned_at=p.planned_at, completed_at=now,
-            buffering_time=max((r.buffering for r in data), default=0.0), processing_time=proc,
-            max_latency=max_lat, avg_throughput=self._rows_done / self._proc_done,
-            est_max_latency=p.est_max_latency, admission=self.admission, block_rows=block_rows,
-            plan_seconds=p.plan_seconds, partitioner=self.partitioner,
-            extra={**{k: v for k, v in self.policy.state().items() if v is not None},
-                   "source_cpu_s": time.process_time()},  # the source process's CPU so far (driver-side cost)
-        ))
+        self.recorder.batch(
+            BatchRecord(
+                batch=self.batches,
+                start=p.start,
+                end=p.end,
+                datasets=len(records),
+                rows=rows,
+                bytes=sum(r.bytes for r in records),
+                quarantined=sum(r.quarantined for r in records),
+                admitted_at=p.admitted_at,
+                planned_at=p.planned_at,
+                completed_at=now,
+                buffering_time=max((r.buffering for r in data), default=0.0),
+                processing_time=proc,
+                max_latency=max_lat,
+                avg_throughput=self._rows_done / self._proc_done,
+                est_max_latency=p.est_max_latency,
+                admission=self.admission,
+                block_rows=block_rows,
+                plan_seconds=p.plan_seconds,
+                partitioner=self.partitioner,
+                extra={
+                    **{k: v for k, v in self.policy.state().items() if v is not None},
+                    "source_cpu_s": time.process_time(),
+                },  # the source process's CPU so far (driver-side cost)
+            )
+        )
         self.policy.on_batch_complete(BatchOutcome(rows, p.admitted_at, now, max_lat, p.est_max_latency))
         self.batches += 1
         for ref in p.refs:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.remove(part_path(self.parts_dir, ref.seq))
-            except FileNotFoundError:
-                pass
         return p
 
     def _records(self, p: Planned, now: float) -> tuple[list[DatasetRecord], dict[int, int]]:
@@ -152,8 +173,19 @@ class Accountant:
             if not ref.sentinel:
                 self.rows.observe(rows + len(part["bad"]), ref.bytes)
             bad += [{"seq": ref.seq, "path": ref.path, **b} for b in part["bad"]]
-            records.append(DatasetRecord(ref.seq, ref.path, ref.arrival, rows, ref.bytes, len(part["bad"]),
-                                         ref.sentinel, batch=self.batches, admitted_at=p.admitted_at,
-                                         completed_at=now))
+            records.append(
+                DatasetRecord(
+                    ref.seq,
+                    ref.path,
+                    ref.arrival,
+                    rows,
+                    ref.bytes,
+                    len(part["bad"]),
+                    ref.sentinel,
+                    batch=self.batches,
+                    admitted_at=p.admitted_at,
+                    completed_at=now,
+                )
+            )
         self.quarantine.add(bad)
         return records, per_seq

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -55,17 +54,25 @@ def build_connector(opts: SourceOptions, manifest: Manifest, on_changed=None) ->
     from adaptstream.connectors.files import FilesConnector
 
     if opts.connector == "files":
-        return FilesConnector(manifest, opts.input_dir, opts.drain, opts.sentinel_path,
-                              stable_seconds=opts.file_stable_seconds, ignore_pattern=opts.ignore_pattern,
-                              on_changed=on_changed)
+        return FilesConnector(
+            manifest,
+            opts.input_dir,
+            opts.drain,
+            opts.sentinel_path,
+            stable_seconds=opts.file_stable_seconds,
+            ignore_pattern=opts.ignore_pattern,
+            on_changed=on_changed,
+        )
     from adaptstream.connectors.generator import DatasetWriter, GeneratorConnector
     from adaptstream.connectors.traffic import build_traffic
 
     gen = generator_for(opts)
-    traffic = build_traffic(opts.traffic, opts.rate, seed=opts.seed, jitter=opts.jitter,
-                            amplitude=opts.amplitude, period=opts.period)
-    writer = DatasetWriter(opts.input_dir, lambda k: gen.generate(k, traffic.rows_at(k)), gen.csv_header(),
-                           opts.duration)
+    traffic = build_traffic(
+        opts.traffic, opts.rate, seed=opts.seed, jitter=opts.jitter, amplitude=opts.amplitude, period=opts.period
+    )
+    writer = DatasetWriter(
+        opts.input_dir, lambda k: gen.generate(k, traffic.rows_at(k)), gen.csv_header(), opts.duration
+    )
     # A restarted query finds earlier datasets on disk: bring the simulation to where they left it.
     gen.fast_forward(traffic.rows_at(k) for k in range(writer.next_second))
     return GeneratorConnector(manifest, writer, opts.drain, opts.sentinel_path)
@@ -87,8 +94,14 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self._available_now = False
 
     def __getstate__(self) -> dict:
-        return {"opts": self.opts, "schema": self.schema, "fmt": self.fmt, "_started": False, "_query_id": None,
-                "_available_now": False}
+        return {
+            "opts": self.opts,
+            "schema": self.schema,
+            "fmt": self.fmt,
+            "_started": False,
+            "_query_id": None,
+            "_available_now": False,
+        }
 
     # -- start-up --------------------------------------------------------------------------------------------
     def _ensure_started(self, offset: dict | None = None) -> None:
@@ -105,10 +118,21 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self.parts_dir = os.path.join(self.state_dir, "parts")
         self.quarantine = Quarantine(self.opts.metrics_path or self.state_dir)
         self.connector = build_connector(self.opts, self.manifest, self._file_changed)
-        policy = build_admission(self.opts.admission, slide=self.opts.slide, trigger=self.opts.trigger,
-                                 margin=self.opts.margin, poll_interval=self.opts.poll_interval)
-        self.accounts = Accountant(MetricsRecorder(self.opts.metrics_path), self.quarantine, self.parts_dir,
-                                   policy, self.opts.admission, self.opts.partitioner)
+        policy = build_admission(
+            self.opts.admission,
+            slide=self.opts.slide,
+            trigger=self.opts.trigger,
+            margin=self.opts.margin,
+            poll_interval=self.opts.poll_interval,
+        )
+        self.accounts = Accountant(
+            MetricsRecorder(self.opts.metrics_path),
+            self.quarantine,
+            self.parts_dir,
+            policy,
+            self.opts.admission,
+            self.opts.partitioner,
+        )
         self.planner = self._build_planner()
         # What the policies learned survives a restart: restored before anything is observed, saved at every commit.
         self.policy_state = PolicyStateFile(os.path.join(self.state_dir, "policies.json"))
@@ -122,8 +146,10 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         if offset is None or not self.opts.per_query_state:
             return
         if offset.get("query") != self._query_id:
-            msg = (f"offset {offset} belongs to source state {offset.get('query')!r}, not {self._query_id!r}; "
-                   "the checkpoint and the source state directory do not match")
+            msg = (
+                f"offset {offset} belongs to source state {offset.get('query')!r}, not {self._query_id!r}; "
+                "the checkpoint and the source state directory do not match"
+            )
             raise ConnectorError(msg)
 
     def _build_planner(self) -> DriverPlanner | None:
@@ -141,8 +167,14 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             msg = f"partitionKey column(s) {missing} are not in the schema {self.schema.names}"
             raise ConfigError(msg)
         params = dict(kv.split("=", 1) for kv in self.opts.partitioner_params.split(";") if "=" in kv)
-        return DriverPlanner(build_partitioner(self.opts.partitioner, **params), self.opts.partition_key,
-                             self.schema, self.fmt, self.parts_dir, self.opts.partition_window)
+        return DriverPlanner(
+            build_partitioner(self.opts.partitioner, **params),
+            self.opts.partition_key,
+            self.schema,
+            self.fmt,
+            self.parts_dir,
+            self.opts.partition_window,
+        )
 
     def _policies(self) -> dict:
         return {"admission": self.accounts.policy, "partitioner": self.planner.partitioner if self.planner else None}
@@ -229,8 +261,11 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         for ref in refs:
             nbytes += ref.bytes
             nrows += self._rows(ref) if max_rows else 0
-            over = ((max_files and n + 1 > max_files) or (max_bytes and nbytes > max_bytes)
-                    or (max_rows and nrows > max_rows))
+            over = (
+                (max_files and n + 1 > max_files)
+                or (max_bytes and nbytes > max_bytes)
+                or (max_rows and nrows > max_rows)
+            )
             if over and n > 0:
                 break
             n += 1

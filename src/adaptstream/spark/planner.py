@@ -43,8 +43,9 @@ def group_by_bytes(sizes: list[int], n: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in itertools.pairwise(cuts) if b > a]
 
 
-def plan_slices(refs: list[DatasetRef], num_blocks: int, max_partition_bytes: int,
-                parts_dir: str) -> list[InputPartition]:
+def plan_slices(
+    refs: list[DatasetRef], num_blocks: int, max_partition_bytes: int, parts_dir: str
+) -> list[InputPartition]:
     """Executor reads: whole datasets per partition, more partitions when a block would exceed the byte bound."""
     total = sum(r.bytes for r in refs)
     n = max(num_blocks, math.ceil(total / max_partition_bytes)) if max_partition_bytes > 0 else num_blocks
@@ -57,8 +58,16 @@ class DriverPlanner:
     partitioner, in contiguous arrival-order blocks: the ``readOn=driver`` path, for executors that cannot see the
     input files and as the baseline of ``adaptstream bench source``)."""
 
-    def __init__(self, partitioner, key_columns: tuple[str, ...], schema: pa.Schema, fmt: FileFormat,
-                 parts_dir: str, partition_window: float = 0.0, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        partitioner,
+        key_columns: tuple[str, ...],
+        schema: pa.Schema,
+        fmt: FileFormat,
+        parts_dir: str,
+        partition_window: float = 0.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.partitioner = partitioner
         self.key_columns = key_columns
         self.schema = schema

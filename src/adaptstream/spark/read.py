@@ -87,9 +87,11 @@ def parse_slice(sl: FileSlice, schema: pa.Schema, fmt: FileFormat) -> ParseResul
     """Read exactly the admitted bytes; refuse them if they are not what was admitted."""
     data = read_range(sl.path, sl.start, sl.length)
     if sl.fingerprint and fingerprint_of(data) != sl.fingerprint:
-        msg = (f"dataset {sl.seq} ({sl.path}, bytes {sl.start}-{sl.start + sl.length}) changed after it was "
-               "admitted; adaptstream never reads different data for an admitted offset. Restore the file, or "
-               "start the query from a new checkpoint and state directory")
+        msg = (
+            f"dataset {sl.seq} ({sl.path}, bytes {sl.start}-{sl.start + sl.length}) changed after it was "
+            "admitted; adaptstream never reads different data for an admitted offset. Restore the file, or "
+            "start the query from a new checkpoint and state directory"
+        )
         raise ConnectorError(msg)
     return parse_bytes(data, schema, fmt, header=fmt.header and sl.start == 0)
 

@@ -16,9 +16,11 @@ DEFAULT_MASTER = "local[2]"
 
 def check_java(min_major: int = 17) -> int:
     """Return the Java major version, or raise a clear error when Java is missing or too old."""
-    java = shutil.which("java", path=os.path.join(os.environ["JAVA_HOME"], "bin")) if os.environ.get(
-        "JAVA_HOME"
-    ) else shutil.which("java")
+    java = (
+        shutil.which("java", path=os.path.join(os.environ["JAVA_HOME"], "bin"))
+        if os.environ.get("JAVA_HOME")
+        else shutil.which("java")
+    )
     if java is None:
         msg = (
             f"Java {min_major}+ is required by Spark but no `java` was found. "

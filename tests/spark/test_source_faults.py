@@ -159,26 +159,23 @@ def test_two_queries_on_one_directory_and_a_torn_manifest_restart_cleanly(spark,
             .start()
         )
 
-    qa, qb = start("qa"), start("qb")
-    try:
-        qa.processAllAvailable()
-        qb.processAllAvailable()
-    finally:
-        qa.stop()
-        qb.stop()
+    def run_both() -> None:
+        qa, qb = start("qa"), start("qb")
+        try:
+            qa.processAllAvailable()
+            qb.processAllAvailable()
+        finally:
+            qa.stop()
+            qb.stop()
+
+    run_both()
     states = sorted(os.listdir(f"{src}/_adaptstream"))
     assert len(states) == 2  # one state directory per query, found again from each checkpoint
     manifest = f"{src}/_adaptstream/{states[0]}/manifest.jsonl"
     with open(manifest, "a") as f:
         f.write('{"seq": 3, "path": "torn')  # a crash in the middle of a manifest write
     _put(f"{src}/3.csv", ["k3,0"])
-    qa, qb = start("qa"), start("qb")
-    try:
-        qa.processAllAvailable()
-        qb.processAllAvailable()
-    finally:
-        qa.stop()
-        qb.stop()
+    run_both()
     expected = _batch(spark, src)
     assert len(expected) == 13
     assert _rows(spark.read.parquet(str(tmp_path / "qa"))) == expected

@@ -14,7 +14,7 @@ import logging
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from adaptstream.errors import ConnectorError
 
@@ -187,7 +187,7 @@ class Manifest:
             ref = DatasetRef(len(self.items), *entry[:4], *entry[4:])
             self._add(ref)
             refs.append(ref)
-        append_jsonl(self.path, [asdict(r) for r in refs])
+        append_jsonl(self.path, [dict(vars(r)) for r in refs])
         return refs
 
     def __len__(self) -> int:

@@ -5,7 +5,9 @@ sliding average) drained with ``Trigger.AvailableNow`` and 10 files per micro-ba
 Spark's CSV source, adaptstream reading on the executors (the default), and adaptstream parsing beside the driver
 (``readOn=driver``, the path every row took before). Every path is warmed once, then runs alternate in order.
 Then: peak Python worker memory while adaptstream drains a backlog of ten times its per-batch byte cap, and the
-filter on a standalone cluster with 1 and 2 workers. Writes report.md, source.png and source.json to ``--out``.
+filter on a standalone cluster with 1 and 2 workers. Writes source.md, source.png and source.json to ``--out``
+(default runs/bench-source-<time>/; ``--update-docs`` writes docs/results/). The CSV files and checkpoints go to a
+temporary directory, removed at the end unless ``--keep-data``.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -230,7 +234,16 @@ def cluster_runs(data: str, workers: list[int], reps: int, work: Path, echo) -> 
 
 # -- the command ----------------------------------------------------------------------------------------------
 def source_command(
-    out: Annotated[str, typer.Option(help="directory for report.md, source.png, source.json")] = "",
+    out: Annotated[
+        str | None,
+        typer.Option(
+            metavar="DIR", help="where source.md, source.json and source.png go [default: runs/bench-source-<time>]"
+        ),
+    ] = None,
+    update_docs: Annotated[
+        bool, typer.Option("--update-docs", help="write the committed report in docs/results")
+    ] = False,
+    keep_data: Annotated[bool, typer.Option(help="keep the generated CSV files and checkpoints (OUT/work)")] = False,
     rows: Annotated[int, typer.Option(min=10_000, help="rows in the CSV directory")] = 2_400_000,
     files: Annotated[int, typer.Option(min=10, help="files the rows are spread over")] = 240,
     reps: Annotated[int, typer.Option(min=1, help="timed runs per path and query (after one warm-up)")] = 3,
@@ -238,10 +251,11 @@ def source_command(
     cluster_reps: Annotated[int, typer.Option(min=1)] = 2,
 ) -> None:
     """Throughput of adaptstream's source vs Spark's CSV source, driver CPU per row, backlog memory, cluster."""
+    from adaptstream.outdirs import report_dir
     from adaptstream.spark.session import build_spark
 
-    target = Path(out or f"runs/bench-source-{time.strftime('%Y%m%d-%H%M%S')}")
-    work = target / "work"
+    target = report_dir("bench-source", out, update_docs)
+    work = target / "work" if keep_data else Path(tempfile.mkdtemp(prefix="adaptstream-bench-source-"))
     data = work / "data"
     meta = {
         "command": " ".join(["adaptstream", "bench", "source", *sys.argv[3:]]),
@@ -284,7 +298,9 @@ def source_command(
     from adaptstream.bench.source_report import write_report
 
     write_report(result, target)
-    typer.echo(f"bench source: report in {target / 'report.md'}")
+    if not keep_data:
+        shutil.rmtree(work, ignore_errors=True)
+    typer.echo(f"bench source: report in {target / 'source.md'}")
 
 
 def _git() -> str:

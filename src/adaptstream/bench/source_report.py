@@ -1,6 +1,6 @@
 """Report of ``adaptstream bench source``: Markdown + PNG from the recorded JSON (and only from it).
 
-``python -m adaptstream.bench.source_report RUN_DIR`` rebuilds report.md and source.png from RUN_DIR/source.json.
+``python -m adaptstream.bench.source_report DIR`` rebuilds source.md and source.png from DIR/source.json.
 """
 
 from __future__ import annotations
@@ -154,8 +154,8 @@ def write_report(r: dict, target: Path) -> None:
         f"Recorded run: `{m['command']}` at git `{m['git']}` on {m['machine']['host']} ({m['machine']['cpus']} cores),"
         f" {time.strftime('%Y-%m-%d %H:%M', time.localtime(m['started']))}; load average before"
         f" {m['load_before'][0]:.2f} / after {m['load_after'][0]:.2f} (other work may share the machine: compare"
-        " within this run only). Figures: `source.json` beside this file; this page is rebuilt from it with"
-        " `python -m adaptstream.bench.source_report DIR`.",
+        " within this run only). Figures: `source.json` beside this file; this page and `source.png` are rebuilt from"
+        " it with `python -m adaptstream.bench.source_report DIR`.",
         "",
         f"Data: {m['rows']:,} Linear Road rows in {m['files']} CSV files ({m['data_bytes'] / 2**20:.0f} MiB). Each run"
         " drains the directory with `Trigger.AvailableNow`, 10 files per micro-batch, into a noop sink. Paths:"
@@ -196,7 +196,7 @@ def write_report(r: dict, target: Path) -> None:
         "![throughput](source.png)",
         "",
     ]
-    (target / "report.md").write_text("\n".join(lines))
+    (target / "source.md").write_text("\n".join(lines))
 
 
 if __name__ == "__main__":

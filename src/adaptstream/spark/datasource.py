@@ -110,7 +110,7 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         if self._started:
             self._check_offset(offset)
             return
-        qid = (offset or {}).get("query") if offset is not None else self._query_id
+        qid = offset.get("query") if offset is not None else self._query_id
         self._query_id = qid if self.opts.per_query_state else None
         self.state_dir = self.opts.state_dir(self._query_id)
         self.lock = StateLock(self.state_dir)

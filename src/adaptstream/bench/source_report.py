@@ -132,6 +132,8 @@ def _plot(r: dict, path: Path) -> None:
         ns = sorted(r["cluster"], key=int)
         for p in ("spark-csv", "adaptstream"):
             ax2.plot([int(n) for n in ns], [median(r["cluster"][n][p], "rows_per_s") / 1e3 for n in ns], "o-", label=p)
+        ax2.set_xticks([int(n) for n in ns])
+        ax2.set_ylim(bottom=0)
         ax2.set_xlabel("standalone workers (1 core each)")
         ax2.set_ylabel("thousand rows/s (median)")
         ax2.set_title("filter on a standalone cluster")

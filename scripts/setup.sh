@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what adaptstream needs on a fresh machine: Java 17+ (apt, when run as root), then the package.
 #   scripts/setup.sh          runtime only (pyspark, pyarrow, ...)
-#   scripts/setup.sh --dev    + test tools, numba, the cost model's PyTorch (CPU) and LightGBM
+#   scripts/setup.sh --dev    + test tools, the cost model's PyTorch (CPU) and LightGBM
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}

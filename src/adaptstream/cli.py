@@ -60,7 +60,7 @@ WorkloadOpt = Annotated[str, choice(WORKLOADS, "LMStream Table III query")]
 AdmissionOpt = Annotated[str, choice(ADMISSION, "when a micro-batch is cut")]
 TrafficOpt = Annotated[str, choice(TRAFFIC, "input rate pattern of the generator")]
 PartitionerOpt = Annotated[str, choice(PARTITIONERS, "how rows are split into Spark input partitions")]
-RateOpt = Annotated[int, typer.Option(min=0, metavar="ROWS", help="mean rows per one-second dataset")]
+RateOpt = Annotated[int, typer.Option(min=1, metavar="ROWS", help="mean rows per one-second dataset")]
 MasterOpt = Annotated[str, typer.Option(metavar="URL", help="Spark master URL")]
 
 

@@ -248,7 +248,7 @@ def source_command(
     files: Annotated[int, typer.Option(min=10, help="files the rows are spread over")] = 240,
     reps: Annotated[int, typer.Option(min=1, help="timed runs per path and query (after one warm-up)")] = 3,
     workers: Annotated[str, typer.Option(help="standalone cluster sizes to run, e.g. '1,2'; '' to skip")] = "1,2",
-    cluster_reps: Annotated[int, typer.Option(min=1)] = 2,
+    cluster_reps: Annotated[int, typer.Option(min=1, help="timed runs per path on each cluster size")] = 2,
 ) -> None:
     """Throughput of adaptstream's source vs Spark's CSV source, driver CPU per row, backlog memory, cluster."""
     from adaptstream.outdirs import report_dir

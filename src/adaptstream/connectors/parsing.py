@@ -119,11 +119,13 @@ def parse_csv(
         return ParseResult(schema.empty_table())
     names = schema.names
     try:
+        if not data.isascii():  # pyarrow cannot hand a non-UTF-8 row to the invalid-row handler: slow path first
+            data.decode("utf-8")
         table, invalid = _read_csv(
             data, names, {f.name: _naive(f.type) for f in schema}, header, delimiter, null_value, multiline
         )
         typed, cast_bad = table.select(names).cast(schema), list[tuple[int, str]]()
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
+    except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError):
         original = data
         data, undecodable = _blank_undecodable(data, multiline)
         raw, invalid = _read_csv(

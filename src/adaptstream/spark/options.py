@@ -1,6 +1,7 @@
 """Options of ``spark.readStream.format("adaptstream")``, read once into a frozen config (pure Python).
 
-Every option is checked here, when the source or the CLI is built, before any Spark job: names are resolved from the
+Every option is checked here, when the source is built (the CLI calls this before Spark starts; in a PySpark
+program Spark builds the source when the query starts, before any data is read): names are resolved from the
 registries (the error lists the valid choices) and numbers are checked against their range."""
 
 from __future__ import annotations

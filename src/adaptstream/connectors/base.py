@@ -165,20 +165,21 @@ class Manifest:
     def __init__(self, path: str) -> None:
         self.path = path
         self.items: list[DatasetRef] = []
-        self.admitted: dict[str, int] = {}  # path -> bytes admitted so far (end of its last range)
+        self.last: dict[str, DatasetRef] = {}  # path -> its latest range
         for rec in read_jsonl(path):
             self._add(DatasetRef(**rec))
 
-    @property
-    def known(self) -> set[str]:
-        return set(self.admitted)
+    def admitted(self, path: str) -> int:
+        """Bytes of ``path`` admitted so far (the end of its latest range)."""
+        ref = self.last.get(path)
+        return ref.end if ref is not None else 0
 
     def _add(self, ref: DatasetRef) -> None:
         if ref.seq != len(self.items):
             msg = f"manifest {self.path} is corrupt: entry {ref.seq} found at position {len(self.items)}"
             raise ConnectorError(msg)
         self.items.append(ref)
-        self.admitted[ref.path] = max(self.admitted.get(ref.path, 0), ref.end)
+        self.last[ref.path] = ref
 
     def append(self, entries: list[tuple]) -> list[DatasetRef]:
         """Entries are (path, arrival, bytes, sentinel[, start, fingerprint])."""

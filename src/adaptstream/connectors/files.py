@@ -74,7 +74,7 @@ class FilesConnector(Connector):
                 st = entry.stat()
                 key = (st.st_size, st.st_mtime_ns)
                 seen[entry.path] = key
-                done = self.manifest.admitted.get(entry.path, 0)
+                done = self.manifest.admitted(entry.path)
                 if st.st_size == done or entry.path in self._reported:
                     continue
                 if now - st.st_mtime_ns / 1e9 < self.stable_seconds:
@@ -86,21 +86,22 @@ class FilesConnector(Connector):
 
     def _range(self, path: str, size: int) -> tuple[int, int] | None:
         """(start, length) of the bytes to admit, or None when the file changed under an earlier admission."""
-        done = self.manifest.admitted.get(path, 0)
+        done = self.manifest.admitted(path)
         if done == 0:
             return 0, size
         if size < done:
-            return self._changed(path, f"file shrank from {done} to {size} bytes after admission")
-        prev = [r for r in self.manifest.items if r.path == path and r.fingerprint]
-        if prev and any(fingerprint(path, r.start, r.bytes) != r.fingerprint for r in prev[-1:]):
-            return self._changed(path, "bytes already admitted were rewritten")
+            self._changed(path, f"file shrank from {done} to {size} bytes after admission")
+            return None
+        last = self.manifest.last[path]
+        if last.fingerprint and fingerprint(path, last.start, last.bytes) != last.fingerprint:
+            self._changed(path, "bytes already admitted were rewritten")
+            return None
         return done, size - done
 
     def _changed(self, path: str, reason: str) -> None:
         self._reported.add(path)
         if self._on_changed is not None:
             self._on_changed(path, reason + "; the new content was not read (append rows, or write a new file)")
-        return None
 
     def _arrival(self, mtime_ns: int) -> float:
         # A file written before the query started enters the system when we first see it.
@@ -129,8 +130,7 @@ class FilesConnector(Connector):
     def pending_unstable(self) -> bool:
         """True while a file is visible but not yet admitted (being written, or waiting to be stable)."""
         return any(
-            self.manifest.admitted.get(p, 0) != size and p not in self._reported
-            for p, (size, _) in self._last_seen.items()
+            self.manifest.admitted(p) != size and p not in self._reported for p, (size, _) in self._last_seen.items()
         )
 
     # -- end of input ---------------------------------------------------------------------------------------

@@ -74,13 +74,6 @@ def read_range(path: str, start: int = 0, length: int | None = None) -> bytes:
     return data
 
 
-def parse_file(
-    path: str, schema: pa.Schema, fmt: FileFormat | str = "csv", header: bool = False, delimiter: str = ","
-) -> ParseResult:
-    f = fmt if isinstance(fmt, FileFormat) else FileFormat("json" if fmt == "jsonl" else fmt, header, delimiter)
-    return parse_bytes(read_range(path), schema, f)
-
-
 # -- CSV ----------------------------------------------------------------------------------------------------
 def _naive(t: pa.DataType) -> pa.DataType:
     """Timestamps without an offset are read as UTC (Spark's session time zone here), as Spark's CSV reader does."""

@@ -147,7 +147,8 @@ def check_spec(spec: RunSpec, run_dir: str) -> None:
     TRAFFIC.get(spec.traffic)
     params = dict(kv.split("=", 1) for kv in spec.partitioner_params.split(";") if "=" in kv)
     make_config(spec.partitioner, **params)
-    for name, value, low in (("rate", spec.rate, 0), ("num_blocks", spec.num_blocks, 1)):
+    limits: tuple[tuple[str, float, float], ...] = (("rate", spec.rate, 0), ("num_blocks", spec.num_blocks, 1))
+    for name, value, low in limits:
         if value < low:
             msg = f"--{name.replace('_', '-')} must be >= {low}, got {value}"
             raise ConfigError(msg)

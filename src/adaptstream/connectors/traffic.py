@@ -8,6 +8,7 @@ sinusoidal N * (1 + amplitude*sin(2*pi*t/period)) (Prompt Sec. 7's variable inpu
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -63,5 +64,6 @@ def build_traffic(name: str, rate: int, seed: int = 0, **params: float) -> Traff
     kwargs: dict = {"rate": int(rate)}
     if cls is RandomTraffic:
         kwargs["seed"] = seed
-    kwargs.update({k: v for k, v in params.items() if k in cls.__dataclass_fields__})
+    fields = {f.name for f in dataclasses.fields(cls)}
+    kwargs.update({k: v for k, v in params.items() if k in fields})
     return cls(**kwargs)

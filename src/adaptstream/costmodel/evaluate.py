@@ -120,7 +120,7 @@ def _split_files(corpus: Path, split: str) -> list[Path]:
 def load_traces(paths: Sequence[Path]) -> list[Any]:
     from adaptstream.costmodel.model import Trace
 
-    out = []
+    out: list[Any] = []
     for p in paths:
         with p.open(encoding="utf-8") as fh:
             out.extend(Trace.from_json(line) for line in fh if line.strip())
@@ -165,7 +165,7 @@ def _cap(ds: GraphDataset, n: int | None, seed: int) -> GraphDataset:
 def score(preds: dict[str, np.ndarray], ds: GraphDataset, seed: int = 0) -> dict[str, dict[str, float]]:
     """Q50/Q95 for regression metrics (successful traces); accuracy on a class-balanced subset for the
     others."""
-    out: dict[str, dict[str, float]] = {}
+    out: dict[str, dict[str, Any]] = {}
     for m, p in preds.items():
         idx = ds.usable(m)
         if m in REGRESSION:

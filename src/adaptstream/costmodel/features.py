@@ -316,7 +316,7 @@ def graphs_to_npz(
         arrays[f"cat_{t}"] = cat.astype(str) if cat.size else np.zeros(cat.shape, dtype="<U1")
     for k, v in (extra or {}).items():
         arrays[f"extra_{k}"] = v
-    np.savez_compressed(path, **arrays)
+    np.savez_compressed(path, **arrays)  # type: ignore[arg-type]  # numpy stubs type **kwds as bool
 
 
 def graphs_from_npz(path: str | Path) -> tuple[list[RawGraph], dict[str, np.ndarray]]:

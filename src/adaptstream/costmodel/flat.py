@@ -54,7 +54,7 @@ def flat_vector(g: RawGraph) -> np.ndarray:
     v.append(
         float(np.nanmean(np.expm1(src[:, _col("source", "log:tuple_width_out")]))) if src.shape[0] else np.nan
     )
-    sizes = {"count": [], "time": []}
+    sizes: dict[str, list[float]] = {"count": [], "time": []}
     ratios, sliding, timed = [], 0, 0
     for k in ("window_agg", "window_join"):
         x, c = g.numeric[k], g.categorical[k]

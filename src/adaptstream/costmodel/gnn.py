@@ -239,6 +239,7 @@ class CostGNN(nn.Module):
         use_hosts = self.config.hardware != "no_hosts"
         if self.config.message_passing == "traditional":
             if use_hosts:
+                assert b.all_src is not None and b.all_dst is not None  # built with hosts
                 src, dst = b.all_src, b.all_dst
             else:
                 ops = [(s, d) for s, d, _ in b.flow_levels]

@@ -283,7 +283,7 @@ class TrainedModel:
 # training loop
 
 
-EpochCallback = Callable[[dict[str, float]], None]
+EpochCallback = Callable[[dict[str, Any]], None]
 
 
 def _targets(ds: GraphDataset, metric: str, idx: np.ndarray) -> np.ndarray:

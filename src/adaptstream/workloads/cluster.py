@@ -21,7 +21,6 @@ streaming query and the batch oracle; a group whose values are all null yields n
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -32,8 +31,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from adaptstream.errors import WorkloadError
 from adaptstream.workloads.base import GENERATORS, DatasetGenerator
+from adaptstream.workloads.data import cppstream_dir, cppstream_file
 
 COLUMNS: tuple[tuple[str, pa.DataType, str, bool], ...] = (
     ("timestamp", pa.int64(), "BIGINT", False),          # microseconds on the run's clock
@@ -60,12 +59,8 @@ _JOB_FIELDS = ("missing_info", "job_id", "user_name", "scheduling_class", "prior
 
 
 def default_data_dir() -> Path:
-    """The shared CppStream data: $ADAPTSTREAM_CPPSTREAM_DIR, else ../shared/data/cppstream of the repo."""
-    env = os.environ.get("ADAPTSTREAM_CPPSTREAM_DIR")
-    if env:
-        return Path(env)
-    repo_rel = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "cppstream"
-    return repo_rel if repo_rel.is_dir() else Path("/work/shared/data/cppstream")
+    """The CppStream samples' folder (see `workloads/data.py`)."""
+    return cppstream_dir()
 
 
 @lru_cache(maxsize=4)
@@ -73,10 +68,7 @@ def load_sample(data_dir: str) -> pa.Table:
     """Both samples, in file order, typed as :data:`ARROW_SCHEMA` (trace timestamps kept, in microseconds)."""
     tables = []
     for name in SAMPLE_FILES:
-        path = Path(data_dir) / name
-        if not path.is_file():
-            msg = f"task_events sample {path} not found; set ADAPTSTREAM_CPPSTREAM_DIR to its folder"
-            raise WorkloadError(msg)
+        path = cppstream_file(name, data_dir)
         opts = pacsv.ReadOptions(column_names=list(NAMES))
         conv = pacsv.ConvertOptions(column_types={n: t for n, t, _, _ in COLUMNS}, strings_can_be_null=True)
         tables.append(pacsv.read_csv(path, read_options=opts, convert_options=conv).cast(ARROW_SCHEMA))

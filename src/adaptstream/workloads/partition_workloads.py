@@ -8,16 +8,15 @@
 - GCM (holistic Sec. 5.2): Q1 total CPU requested per scheduling class over a 60 s window; Q2 average CPU
   requested per job id.
 
-Real rows come from /work/shared/data/cppstream (10k rows each, MIT, CppStream). The generators resample
-those rows (bootstrap of the real columns) and stamp arrival times at a given rate, so benchmarks can run
-at any scale; generated orderkeys / job ids are fresh so group counts grow with the stream (Q3, GCM Q2).
+Real rows come from the CppStream samples (10k rows each, MIT; `workloads/data.py` says where they are found).
+The generators resample those rows (bootstrap of the real columns) and stamp arrival times at a given rate, so
+benchmarks can run at any scale; generated orderkeys / job ids are fresh so group counts grow with the stream (Q3, GCM Q2).
 Each query is a DataFrame transformation that works on streaming DataFrames too
 (groupBy(window(ts, ...), key)); `oracle_sql` is the batch SQL the tests compare against.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -29,8 +28,8 @@ import pandas as pd
 import pyarrow as pa
 
 from adaptstream.errors import WorkloadError
+from adaptstream.workloads.data import cppstream_file
 
-DATA_DIR = Path(os.environ.get("ADAPTSTREAM_CPPSTREAM_DIR", "/work/shared/data/cppstream"))
 T0 = pd.Timestamp("2024-01-01T00:00:00", tz="UTC")
 ZIPF_EXPONENTS = (0.1, 0.5, 1.0, 1.5, 2.0)
 
@@ -81,11 +80,7 @@ TASK_EVENT_COLS = [
 
 
 def _path(name: str) -> Path:
-    p = DATA_DIR / name
-    if not p.exists():
-        msg = f"data file {p} not found (set ADAPTSTREAM_CPPSTREAM_DIR to the cppstream data directory)"
-        raise WorkloadError(msg)
-    return p
+    return cppstream_file(name)
 
 
 # ----------------------------------------------------------------------------------------- readers

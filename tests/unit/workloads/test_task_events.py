@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import pickle
 
 import numpy as np
@@ -9,11 +10,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from adaptstream.errors import WorkloadError
 from adaptstream.workloads import build_generator
 from adaptstream.workloads.cluster import NAMES, TaskEventsGeneratorConfig, default_data_dir, load_sample
-
-pytestmark = pytest.mark.skipif(not (default_data_dir() / "task_event_1_10000.csv").is_file(),
-                                reason="shared cppstream samples not available")
+from adaptstream.workloads.data import PACKAGED, cppstream_file
 
 RATES = [3000, 4500, 0, 5000, 4000, 2500, 1000, 700]  # 20,700 rows: crosses the end of the 20,000-row replay
 
@@ -37,7 +37,8 @@ def test_replay_equals_sample_in_order(tables: list[pa.Table]) -> None:
     got = pa.concat_tables(tables).slice(0, 20_000)
     for name in NAMES[1:]:  # everything but the timestamp, which is mapped onto the run's clock
         assert got.column(name).equals(sample.column(name)), name
-    first_line = (default_data_dir() / "task_event_1_10000.csv").read_text().splitlines()[0].split(",")
+    with gzip.open(cppstream_file("task_event_1_10000.csv"), "rt") as f:  # the packaged copy is gzipped
+        first_line = f.readline().split(",")
     assert got.column("job_id")[0].as_py() == int(first_line[2])
 
 
@@ -92,3 +93,16 @@ def test_sentinel() -> None:
     s = build_generator("task_events", seed=0).sentinel_table(50)
     assert s.num_rows == 1 and s.column("event_type")[0].as_py() == -1
     assert s.column("timestamp")[0].as_py() == 50_000_000
+
+
+def test_configured_folder_takes_precedence(tmp_path, monkeypatch) -> None:
+    """ADAPTSTREAM_CPPSTREAM_DIR wins over the packaged copy, and a file missing there names the setting."""
+    with gzip.open(PACKAGED / "task_event_2_10000.csv.gz", "rb") as f:
+        plain = f.read()
+    for name in ("task_event_1_10000.csv", "task_event_2_10000.csv"):
+        (tmp_path / name).write_bytes(plain if name.endswith("2_10000.csv") else b"")
+    monkeypatch.setenv("ADAPTSTREAM_CPPSTREAM_DIR", str(tmp_path))
+    assert default_data_dir() == tmp_path
+    assert cppstream_file("task_event_2_10000.csv") == tmp_path / "task_event_2_10000.csv"
+    with pytest.raises(WorkloadError, match="ADAPTSTREAM_CPPSTREAM_DIR"):
+        cppstream_file("lineitem_10000.tbl")

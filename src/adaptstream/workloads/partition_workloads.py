@@ -10,8 +10,8 @@
 
 Real rows come from the CppStream samples (10k rows each, MIT; `workloads/data.py` says where they are found).
 The generators resample those rows (bootstrap of the real columns) and stamp arrival times at a given rate, so
-benchmarks can run at any scale; generated orderkeys / job ids are fresh so group counts grow with the stream (Q3, GCM Q2).
-Each query is a DataFrame transformation that works on streaming DataFrames too
+benchmarks can run at any scale; generated orderkeys / job ids are fresh so group counts grow with the stream
+(Q3, GCM Q2). Each query is a DataFrame transformation that works on streaming DataFrames too
 (groupBy(window(ts, ...), key)); `oracle_sql` is the batch SQL the tests compare against.
 """
 

@@ -180,17 +180,24 @@ def train(
     """Train GNN ensembles (and the flat baseline) on a corpus, with per-epoch progress."""
     import torch
 
+    from adaptstream.costmodel.corpus import load_corpus
     from adaptstream.costmodel.ensemble import train_ensembles
-    from adaptstream.costmodel.evaluate import _cap, load_corpus
     from adaptstream.costmodel.flat import FlatVectorModel
-    from adaptstream.costmodel.train import REGRESSION, SHORT, GraphDataset, TrainConfig, canonical_metric
+    from adaptstream.costmodel.train import (
+        REGRESSION,
+        SHORT,
+        GraphDataset,
+        TrainConfig,
+        canonical_metric,
+        subsample,
+    )
 
     torch.set_num_threads(max(1, threads))
     wanted = [canonical_metric(m) for m in metrics.split(",") if m.strip()]
     with console.status("loading and featurising the corpus"):
         splits = load_corpus(corpus)
-        tr = _cap(GraphDataset.from_traces(splits["train"]), n_train, seed)
-        va = _cap(GraphDataset.from_traces(splits["val"]), 4000, seed)
+        tr = subsample(GraphDataset.from_traces(splits["train"]), n_train, seed)
+        va = subsample(GraphDataset.from_traces(splits["val"]), 4000, seed)
     console.print(f"{len(tr)} train / {len(va)} validation traces; {members} model(s) per metric")
 
     def progress(rec: dict[str, Any]) -> None:
@@ -227,7 +234,7 @@ def evaluate(
     reuse_models: Annotated[bool, typer.Option(help="load the main GNN ensembles from --models")] = False,
 ) -> None:
     """Run Costream's experiments (Exp. 1, 2, 3/4, 5, 7, real traces) and write costmodel.md."""
-    from adaptstream.costmodel.evaluate import EvalConfig, run_evaluation
+    from adaptstream.bench.costmodel_eval import EvalConfig, run_evaluation
     from adaptstream.outdirs import report_dir
 
     out = report_dir("costmodel-eval", out, update_docs)

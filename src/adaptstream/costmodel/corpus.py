@@ -282,3 +282,45 @@ def extrapolation_split(
     for t in traces:
         (held if holdout(t) else inside).append(t)
     return inside, held
+
+
+# ----------------------------------------------------------------------------------------------------
+# loading a corpus for training and evaluation
+
+
+def _split_files(corpus: Path, split: str) -> list[Path]:
+    candidates = [corpus / f"{split}.jsonl", corpus / "splits" / f"{split}.jsonl"]
+    found = [p for p in candidates if p.exists()]
+    for d in (corpus / split, corpus / "splits" / split):
+        if d.is_dir():
+            found += sorted(d.rglob("*.jsonl")) + sorted(d.rglob("part-*"))
+    return [p for p in found if p.is_file() and not p.name.startswith(".")]
+
+
+def load_traces(paths: Sequence[Path]) -> list[Any]:
+    from adaptstream.costmodel.model import Trace
+
+    out: list[Any] = []
+    for p in paths:
+        with p.open(encoding="utf-8") as fh:
+            out.extend(Trace.from_json(line) for line in fh if line.strip())
+    return out
+
+
+def load_corpus(corpus_dir: str | Path) -> dict[str, list[Any]]:
+    """train/val/test traces: explicit split files if present, else the data side's layout
+    (``traces/part-*.jsonl``) split by ``corpus.split_of`` (a hash of the trace id, 80/10/10)."""
+    corpus = Path(corpus_dir)
+    explicit = {s: _split_files(corpus, s) for s in ("train", "val", "test")}
+    if all(explicit.values()):
+        return {s: load_traces(files) for s, files in explicit.items()}
+    if (corpus / "traces").is_dir():
+        out: dict[str, list[Any]] = {"train": [], "val": [], "test": []}
+        for t in iter_corpus(corpus):
+            out[split_of(t.trace_id)].append(t)
+        return out
+    msg = (
+        f"no corpus under {corpus}: expected traces/part-*.jsonl (scripts/costmodel_build_corpus.py) "
+        "or train/val/test .jsonl files"
+    )
+    raise CostModelError(msg)

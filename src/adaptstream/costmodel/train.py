@@ -430,3 +430,14 @@ def fine_tune(
     n_val = max(1, int(len(extra) * val_fraction))
     cfg = replace(base.config, epochs=epochs, lr=lr, seed=seed, patience=max(3, epochs // 3))
     return train_model(extra.subset(order[n_val:]), extra.subset(order[:n_val]), cfg, init=clone)
+
+
+def subsample(ds: GraphDataset, n: int | None, seed: int) -> GraphDataset:
+    """At most `n` traces, drawn without replacement (seeded), in their original order."""
+    if n is None or len(ds) <= n:
+        return ds
+    return ds.subset(np.sort(np.random.default_rng(seed).choice(len(ds), n, replace=False)))
+
+
+# ----------------------------------------------------------------------------------------------------
+# scoring

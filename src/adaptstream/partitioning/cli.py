@@ -45,7 +45,7 @@ def list_command() -> None:
 @bench_app.command("metrics")
 def metrics_command(rows: int = 200_000, blocks: int = 8, out: OutDir = None, update_docs: UpdateDocs = False) -> None:
     """(a) Prompt Fig 10: BSI/hash, BCI/shuffle, KSR, Gamma on SynD z-sweep, TPC-H, DEBS, GCM (no Spark)."""
-    from adaptstream.partitioning.bench import bench_metrics
+    from adaptstream.bench.partitioning import bench_metrics
 
     typer.echo(bench_metrics(rows=rows, num_blocks=blocks, out_dir=_out("metrics", out, update_docs)))
 
@@ -54,7 +54,7 @@ def metrics_command(rows: int = 200_000, blocks: int = 8, out: OutDir = None, up
 def cost_command(rows: int = 1_000_000, blocks: str = "8,16,32", out: OutDir = None,
                  update_docs: UpdateDocs = False) -> None:
     """(b) cost per tuple and memory, exact vs HyperLogLog; Prompt's work at the cut."""
-    from adaptstream.partitioning.bench import bench_cost
+    from adaptstream.bench.partitioning import bench_cost
 
     out_dir = _out("cost", out, update_docs)
     typer.echo(bench_cost(rows=rows, blocks=[int(b) for b in _csv(blocks)], out_dir=out_dir))
@@ -73,7 +73,7 @@ def rate_command(
     update_docs: UpdateDocs = False,
 ) -> None:
     """(c) Prompt Fig 11: highest sustainable rate per partitioner with real Spark (bounded search)."""
-    from adaptstream.partitioning.bench import bench_rate
+    from adaptstream.bench.partitioning import bench_rate
 
     typer.echo(
         bench_rate(
@@ -100,7 +100,7 @@ def blocks_command(
     update_docs: UpdateDocs = False,
 ) -> None:
     """(d) holistic Fig 5-7: Spark throughput vs number of blocks, aggregation load Gamma/|S|."""
-    from adaptstream.partitioning.bench import bench_blocks
+    from adaptstream.bench.partitioning import bench_blocks
 
     typer.echo(
         bench_blocks(

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from adaptstream.costmodel.corpus import load_corpus, load_traces
 from adaptstream.costmodel.ensemble import CostEnsembles, train_ensembles
 from adaptstream.costmodel.features import FeatureStats
 from adaptstream.costmodel.flat import FlatVectorModel
@@ -31,6 +32,7 @@ from adaptstream.costmodel.train import (
     GraphDataset,
     TrainConfig,
     fine_tune,
+    subsample,
     train_model,
 )
 from adaptstream.errors import CostModelError
@@ -106,60 +108,6 @@ class EvalConfig:
 
 # ----------------------------------------------------------------------------------------------------
 # corpus access
-
-
-def _split_files(corpus: Path, split: str) -> list[Path]:
-    candidates = [corpus / f"{split}.jsonl", corpus / "splits" / f"{split}.jsonl"]
-    found = [p for p in candidates if p.exists()]
-    for d in (corpus / split, corpus / "splits" / split):
-        if d.is_dir():
-            found += sorted(d.rglob("*.jsonl")) + sorted(d.rglob("part-*"))
-    return [p for p in found if p.is_file() and not p.name.startswith(".")]
-
-
-def load_traces(paths: Sequence[Path]) -> list[Any]:
-    from adaptstream.costmodel.model import Trace
-
-    out: list[Any] = []
-    for p in paths:
-        with p.open(encoding="utf-8") as fh:
-            out.extend(Trace.from_json(line) for line in fh if line.strip())
-    return out
-
-
-def load_corpus(corpus_dir: str | Path) -> dict[str, list[Any]]:
-    """train/val/test traces: explicit split files if present, else the data side's layout
-    (``traces/part-*.jsonl``) split by ``corpus.split_of`` (a hash of the trace id, 80/10/10)."""
-    corpus = Path(corpus_dir)
-    explicit = {s: _split_files(corpus, s) for s in ("train", "val", "test")}
-    if all(explicit.values()):
-        return {s: load_traces(files) for s, files in explicit.items()}
-    if (corpus / "traces").is_dir():
-        from adaptstream.costmodel.corpus import iter_corpus, split_of
-
-        out: dict[str, list[Any]] = {"train": [], "val": [], "test": []}
-        for t in iter_corpus(corpus):
-            out[split_of(t.trace_id)].append(t)
-        return out
-    msg = (
-        f"no corpus under {corpus}: expected traces/part-*.jsonl (scripts/costmodel_build_corpus.py) "
-        "or train/val/test .jsonl files"
-    )
-    raise CostModelError(msg)
-
-
-def load_split(corpus_dir: str | Path, split: str) -> list[Any]:
-    return load_corpus(corpus_dir)[split]
-
-
-def _cap(ds: GraphDataset, n: int | None, seed: int) -> GraphDataset:
-    if n is None or len(ds) <= n:
-        return ds
-    return ds.subset(np.sort(np.random.default_rng(seed).choice(len(ds), n, replace=False)))
-
-
-# ----------------------------------------------------------------------------------------------------
-# scoring
 
 
 def score(preds: dict[str, np.ndarray], ds: GraphDataset, seed: int = 0) -> dict[str, dict[str, float]]:
@@ -394,8 +342,8 @@ def exp4(ctx: Context) -> None:
                     [i for i, m in enumerate(ds.meta) if all(f(v) for v in _host_values(m, dim))]
                 )
 
-            tr = _cap(only_train(ctx.train), cfg.n_aux_train, cfg.seed)
-            va = _cap(only_train(ctx.val), 2000, cfg.seed)
+            tr = subsample(only_train(ctx.train), cfg.n_aux_train, cfg.seed)
+            va = subsample(only_train(ctx.val), 2000, cfg.seed)
             te = ctx.test.subset(
                 [i for i, m in enumerate(ctx.test.meta) if any(in_eval(v) for v in _host_values(m, dim))]
             )
@@ -426,7 +374,7 @@ def exp5(ctx: Context) -> None:
     def short(ds: GraphDataset) -> GraphDataset:
         return ds.subset([i for i, m in enumerate(ds.meta) if m["max_filter_chain"] <= 1])
 
-    tr, va = _cap(short(ctx.train), cfg.n_aux_train, cfg.seed), _cap(short(ctx.val), 2000, cfg.seed)
+    tr, va = subsample(short(ctx.train), cfg.n_aux_train, cfg.seed), subsample(short(ctx.val), 2000, cfg.seed)
     rng = np.random.default_rng(30_000 + cfg.seed)
     qgen = QueryGenerator(shape="linear")
     wanted = {k: cfg.exp5_per_chain for k in (2, 3, 4)}
@@ -469,7 +417,7 @@ def exp7(ctx: Context) -> None:
     """Ablations: hardware featurisation (7a, Le) and traditional vs ordered message passing (7b)."""
     cfg = ctx.cfg
     assert ctx.train is not None and ctx.val is not None and ctx.test is not None
-    tr, va = _cap(ctx.train, cfg.n_aux_train, cfg.seed), _cap(ctx.val, 2000, cfg.seed)
+    tr, va = subsample(ctx.train, cfg.n_aux_train, cfg.seed), subsample(ctx.val, 2000, cfg.seed)
     te = ctx.test
     out: dict[str, Any] = {"n_train": len(tr), "7a": {}, "7b": {}}
     cache: dict[tuple[str, str, str], dict[str, Any]] = {}
@@ -548,8 +496,8 @@ def run_evaluation(cfg: EvalConfig, log: Log = print) -> dict[str, Any]:
     train_traces, val_traces, test_traces = splits["train"], splits["val"], splits["test"]
     del splits
     full_train = GraphDataset.from_traces(train_traces)
-    ctx.train = _cap(full_train, cfg.n_train, cfg.seed)
-    ctx.val = _cap(GraphDataset.from_traces(val_traces), 4000, cfg.seed)
+    ctx.train = subsample(full_train, cfg.n_train, cfg.seed)
+    ctx.val = subsample(GraphDataset.from_traces(val_traces), 4000, cfg.seed)
     ctx.test = GraphDataset.from_traces(test_traces)
     ctx.results["corpus"] = {
         "train_available": len(full_train),
@@ -568,7 +516,7 @@ def run_evaluation(cfg: EvalConfig, log: Log = print) -> dict[str, Any]:
     todo = list(cfg.experiments)
     if needs_main & set(todo) and "exp1" not in todo:
         todo.insert(0, "exp1")
-    from adaptstream.costmodel.report import write_report
+    from adaptstream.bench.costmodel_report import write_report
 
     for name in todo:
         t1 = time.perf_counter()

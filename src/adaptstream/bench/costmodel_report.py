@@ -166,7 +166,7 @@ def write_report(
         "Paper figures are from Costream (Heinrich et al., arXiv:2403.08444) and were measured on a real "
         "Apache Storm testbed, so they are context, not a like-for-like comparison.",
         "",
-        "Reproduce: `adaptstream costmodel eval`.",
+        "Reproduce: `nice -n 10 python benchmarks/costmodel_eval.py` (or `adaptstream costmodel eval`).",
         "",
     ]
     corpus = results.get("corpus", {})

@@ -195,6 +195,7 @@ def test_missing_optional_package_is_one_line(capsys, monkeypatch, tmp_path):
     assert code == 1 and "needs the Python package 'torch'" in out and "Traceback" not in out
 
 
+@pytest.mark.slow  # builds a throw-away virtual environment
 def test_works_without_click_installed(tmp_path):
     """Current typer vendors click and no longer installs it: nothing may import `click`."""
     code = "import sys; sys.modules['click'] = None; from adaptstream.cli import main; main()"

@@ -58,10 +58,6 @@ class RedisAddress:
         return f"{self.host}:{self.port}"
 
 
-def is_redis_url(value: str | None) -> bool:
-    return bool(value) and str(value).startswith("redis://")
-
-
 def parse_url(url: str) -> RedisAddress:
     m = _URL.match(str(url).strip())
     if not m or not 0 < int(m.group("port")) < 65536:
@@ -228,8 +224,9 @@ class RedisConnector(Connector):
         self._down_since: float | None = None
         self.max_deleted: dict[str, str] = {}
         self.start_ids = self._start_ids(os.path.join(state_dir, "redis.json"), starting)
-        self.cursor = {s: (self.manifest.last[s].last_id if s in self.manifest.last else self.start_ids[s])
-                       for s in addr.streams}
+        self.cursor = {
+            s: (self.manifest.last[s].last_id if s in self.manifest.last else self.start_ids[s]) for s in addr.streams
+        }
         self.target: dict[str, str] | None = None
         if drain:
             self.freeze()
@@ -250,8 +247,12 @@ class RedisConnector(Connector):
         return {s: saved[s] for s in self.addr.streams}
 
     def _info(self, stream: str) -> tuple[int, str, str]:
-        res = retrying(self.addr, self.timeout, f"reading stream {stream!r}",
-                       lambda: self._scan(keys=[stream], args=["", "+", self.width_ms, 1, 0, "0"]))
+        res = retrying(
+            self.addr,
+            self.timeout,
+            f"reading stream {stream!r}",
+            lambda: self._scan(keys=[stream], args=["", "+", self.width_ms, 1, 0, "0"]),
+        )
         return int(res[0]), _s(res[1]), _s(res[2])
 
     # -- polling ------------------------------------------------------------------------------------------
@@ -297,8 +298,17 @@ class RedisConnector(Connector):
         self._down_since = None
         pieces.sort(key=lambda p: (id_key(p.last), p.stream))
         entries = [
-            (p.stream, max(id_key(p.last)[0] / 1000.0, self._started), p.bytes, False, 0, "", p.first, p.last,
-             p.entries)
+            (
+                p.stream,
+                max(id_key(p.last)[0] / 1000.0, self._started),
+                p.bytes,
+                False,
+                0,
+                "",
+                p.first,
+                p.last,
+                p.entries,
+            )
             for p in pieces
         ]
         refs = self.manifest.append(entries)
@@ -352,8 +362,12 @@ class RedisConnector(Connector):
         for s, done in committed.items():
             if id_key(done) > (0, 0):
                 try:
-                    retrying(self.addr, self.timeout, f"trimming {s!r}",
-                             lambda s=s, done=done: self.r.xtrim(s, minid=next_id(done), approximate=False))
+                    retrying(
+                        self.addr,
+                        self.timeout,
+                        f"trimming {s!r}",
+                        lambda s=s, done=done: self.r.xtrim(s, minid=next_id(done), approximate=False),
+                    )
                 except ConnectorError as e:  # the next commit trims again (MINID only grows)
                     log.warning("%s", e)
 
@@ -374,16 +388,30 @@ def read_entries(r, addr: RedisAddress, stream: str, first: str, last: str, time
     out: list = []
     lo = first
     while True:
-        chunk = retrying(addr, timeout, f"reading {stream!r} {lo}..{last}",
-                         lambda lo=lo: r.xrange(stream, min=lo, max=last, count=XRANGE_CHUNK))
+        chunk = retrying(
+            addr,
+            timeout,
+            f"reading {stream!r} {lo}..{last}",
+            lambda lo=lo: r.xrange(stream, min=lo, max=last, count=XRANGE_CHUNK),
+        )
         out += chunk
         if len(chunk) < XRANGE_CHUNK:
             return out
         lo = "(" + _s(chunk[-1][0])
 
 
-def read_piece(r, addr: RedisAddress, ref_seq: int, stream: str, first: str, last: str, entries: int,
-               schema: pa.Schema, fmt: EntryFormat, timeout: float) -> ParseResult:
+def read_piece(
+    r,
+    addr: RedisAddress,
+    ref_seq: int,
+    stream: str,
+    first: str,
+    last: str,
+    entries: int,
+    schema: pa.Schema,
+    fmt: EntryFormat,
+    timeout: float,
+) -> ParseResult:
     """Read exactly the recorded ID range and parse it; refuse it if entries are missing (lost upstream)."""
     got = read_entries(r, addr, stream, first, last, timeout)
     if len(got) != entries:

@@ -180,8 +180,18 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         from adaptstream.connectors.redis import read_piece
 
         assert self.redis is not None
-        return read_piece(self.redis.r, self.redis.addr, ref.seq, ref.path, ref.first_id, ref.last_id, ref.entries,
-                          self.schema, self.opts.redis_entry_format(), self.opts.redis_timeout)
+        return read_piece(
+            self.redis.r,
+            self.redis.addr,
+            ref.seq,
+            ref.path,
+            ref.first_id,
+            ref.last_id,
+            ref.entries,
+            self.schema,
+            self.opts.redis_entry_format(),
+            self.opts.redis_timeout,
+        )
 
     def _build_planner(self) -> DriverPlanner | None:
         load = self._load_range if self.redis is not None else None
@@ -336,8 +346,15 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             blocks: list[list[int]] = []
         else:
             if self.redis is not None:
-                parts = plan_ranges(refs, self.opts.num_blocks, self.opts.max_partition_bytes, self.parts_dir,
-                                    self.redis.addr, self.opts.redis_entry_format(), self.opts.redis_timeout)
+                parts = plan_ranges(
+                    refs,
+                    self.opts.num_blocks,
+                    self.opts.max_partition_bytes,
+                    self.parts_dir,
+                    self.redis.addr,
+                    self.opts.redis_entry_format(),
+                    self.opts.redis_timeout,
+                )
             else:
                 parts = plan_slices(refs, self.opts.num_blocks, self.opts.max_partition_bytes, self.parts_dir)
             block_rows, blocks = None, [[sl.seq for sl in getattr(p, "slices", None) or p.ranges] for p in parts]

@@ -311,12 +311,13 @@ class SourceOptions:
             msg = f"unknown entryFormat {self.entry_format!r}; valid choices: {', '.join(ENTRY_FORMATS)}"
             raise ConfigError(msg)
         if self.starting_position not in STARTING_POSITIONS:
-            msg = (f"unknown startingPosition {self.starting_position!r}; valid choices: "
-                   f"{', '.join(STARTING_POSITIONS)}")
+            msg = f"unknown startingPosition {self.starting_position!r}; valid choices: {', '.join(STARTING_POSITIONS)}"
             raise ConfigError(msg)
         if not (self.state_path or self.metrics_path):
-            msg = ("the redis connector needs a local directory for its manifest and offsets: set statePath "
-                   "(or metricsPath)")
+            msg = (
+                "the redis connector needs a local directory for its manifest and offsets: set statePath "
+                "(or metricsPath)"
+            )
             raise ConfigError(msg)
         if self.redis_timeout <= 0:
             msg = f"option redisTimeout must be > 0 seconds, got {self.redis_timeout}"

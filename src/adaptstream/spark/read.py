@@ -141,8 +141,18 @@ def read_redis(partition: RedisPartition, schema: pa.Schema) -> Iterator[pa.Reco
     r = client(partition.addr, partition.timeout)
     try:
         for rng in partition.ranges:
-            res = read_piece(r, partition.addr, rng.seq, rng.stream, rng.first, rng.last, rng.entries, schema,
-                             partition.fmt, partition.timeout)
+            res = read_piece(
+                r,
+                partition.addr,
+                rng.seq,
+                rng.stream,
+                rng.first,
+                rng.last,
+                rng.entries,
+                schema,
+                partition.fmt,
+                partition.timeout,
+            )
             write_part_result(partition.parts_dir, rng.seq, res)
             yield from res.table.to_batches(max_chunksize=MAX_BATCH_ROWS)
     finally:

@@ -126,21 +126,24 @@ def retrying(addr: RedisAddress, timeout: float, what: str, fn: Callable[[], T])
 # -- discovery (driver) --------------------------------------------------------------------------------------
 # KEYS[1] stream; ARGV: after (exclusive, '' = from the start), upto ('+' or an ID), group width ms, max entries
 # per piece, entries to walk at most, close the last group ('1'/'0').
-# Returns {now_ms, last-generated-id, max-deleted-entry-id, more, piece...}, piece = {group, first, last, n, bytes}.
+# Returns {now_ms, last-generated-id, entries-added, length, first entry ID, entries walked, more, piece...},
+# piece = {group, first, last, n, bytes}; entries-added, length and first entry are read in the same atomic step.
 SCAN_SCRIPT = """
 local key, after, upto = KEYS[1], ARGV[1], ARGV[2]
 local width, maxpiece, limit = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local close_all = ARGV[6] == '1'
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if redis.call('EXISTS', key) == 0 then return {now_ms, '0-0', '0-0', 0} end
+if redis.call('EXISTS', key) == 0 then return {now_ms, '0-0', 0, 0, '0-0', 0, 0} end
 local info = redis.call('XINFO', 'STREAM', key)
-local last_gen, max_del = '0-0', '0-0'
+local last_gen, added, length, first = '0-0', 0, 0, '0-0'
 for i = 1, #info, 2 do
   if info[i] == 'last-generated-id' then last_gen = info[i + 1] end
-  if info[i] == 'max-deleted-entry-id' then max_del = info[i + 1] end
+  if info[i] == 'entries-added' then added = info[i + 1] end
+  if info[i] == 'length' then length = info[i + 1] end
+  if info[i] == 'first-entry' and info[i + 1] then first = info[i + 1][1] end
 end
-local out = {now_ms, last_gen, max_del, 0}
+local out = {now_ms, last_gen, added, length, first, 0, 0}
 local cur = nil
 local scanned = 0
 local start = '-'
@@ -172,7 +175,8 @@ end
 if cur ~= nil and (close_all or more or cur[4] >= maxpiece or now_ms >= (cur[1] + 1) * width) then
   table.insert(out, cur)
 end
-if more then out[4] = 1 end
+out[6] = scanned
+if more then out[7] = 1 end
 return out
 """
 
@@ -189,6 +193,17 @@ class Piece:
 
 def _s(v: Any) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
+
+
+@dataclass(frozen=True)
+class ScanReply:
+    last_gen: str
+    added: int  # entries ever added to the stream (XINFO entries-added)
+    length: int
+    first: str  # the first entry's ID ('0-0' when empty)
+    walked: int  # entries after the cursor the script walked
+    more: bool  # the walk stopped at its limit
+    pieces: list[Piece]
 
 
 class RedisConnector(Connector):
@@ -222,56 +237,76 @@ class RedisConnector(Connector):
         self._scan = self.r.register_script(SCAN_SCRIPT)
         self._started = clock()
         self._down_since: float | None = None
-        self.max_deleted: dict[str, str] = {}
-        self.start_ids = self._start_ids(os.path.join(state_dir, "redis.json"), starting)
+        self.start_ids, self.before = self._start(os.path.join(state_dir, "redis.json"), starting)
         self.cursor = {
             s: (self.manifest.last[s].last_id if s in self.manifest.last else self.start_ids[s]) for s in addr.streams
         }
+        self.known = dict.fromkeys(addr.streams, 0)  # entries recorded in the manifest, per stream
+        for ref in manifest.items:
+            if ref.last_id:
+                self.known[ref.path] += ref.entries
+        self.first: dict[str, tuple[str, int]] = {}  # stream -> (first entry ID, length) at the last scan
+        self.lost: dict[str, str] = {}  # stream -> why entries are known to be lost
         self.target: dict[str, str] | None = None
         if drain:
             self.freeze()
 
-    def _start_ids(self, path: str, starting: str) -> dict[str, str]:
-        """Where each stream is read from, fixed when the query first starts (a restart reads it back)."""
+    def _start(self, path: str, starting: str) -> tuple[dict[str, str], dict[str, int]]:
+        """Where each stream is read from and how many of its entries were added before that (not this query's),
+        fixed when the query first starts (a restart reads them back)."""
         try:
             with open(path, encoding="utf-8") as f:
-                saved = json.load(f)["start"]
+                saved = json.load(f)
         except FileNotFoundError:
-            saved = {}
-        missing = [s for s in self.addr.streams if s not in saved]
+            saved = {"start": {}, "before": {}}
+        missing = [s for s in self.addr.streams if s not in saved["start"]]
         if missing:
-            for s in missing:  # earliest: what is there now; latest: only entries added from now on
-                _, last_gen, max_del = self._info(s)
-                saved[s] = last_gen if starting == "latest" else max_del
-            write_atomic(path, json.dumps({"start": saved}))
-        return {s: saved[s] for s in self.addr.streams}
+            for s in missing:  # earliest: every entry there now; latest: only entries added from now on
+                info = self._info(s)
+                saved["start"][s] = info.last_gen if starting == "latest" else "0-0"
+                saved["before"][s] = info.added if starting == "latest" else info.added - info.length
+            write_atomic(path, json.dumps(saved))
+        return {s: saved["start"][s] for s in self.addr.streams}, {s: saved["before"][s] for s in self.addr.streams}
 
-    def _info(self, stream: str) -> tuple[int, str, str]:
-        res = retrying(
-            self.addr,
-            self.timeout,
-            f"reading stream {stream!r}",
-            lambda: self._scan(keys=[stream], args=["", "+", self.width_ms, 1, 0, "0"]),
-        )
-        return int(res[0]), _s(res[1]), _s(res[2])
+    def _call(self, stream: str, args: list, wait: bool) -> ScanReply:
+        def call():
+            return self._scan(keys=[stream], args=args)
+
+        res = retrying(self.addr, self.timeout, f"reading stream {stream!r}", call) if wait else call()
+        pieces = [Piece(stream, int(p[0]), _s(p[1]), _s(p[2]), int(p[3]), int(p[4])) for p in res[7:]]
+        return ScanReply(_s(res[1]), int(res[2]), int(res[3]), _s(res[4]), int(res[5]), bool(int(res[6])), pieces)
+
+    def _info(self, stream: str, wait: bool = True) -> ScanReply:
+        return self._call(stream, ["", "+", self.width_ms, 1, 0, "0"], wait)
 
     # -- polling ------------------------------------------------------------------------------------------
     def freeze(self) -> None:
         """Deliver every entry present now and none added later (drain, Trigger.AvailableNow)."""
-        self.target = {s: self._info(s)[1] for s in self.addr.streams}
+        self.target = {s: self._info(s).last_gen for s in self.addr.streams}
 
     def _scan_stream(self, stream: str) -> tuple[list[Piece], bool]:
         upto = self.target[stream] if self.target is not None else "+"
         if self.target is not None and id_key(self.cursor[stream]) >= id_key(upto):
-            return [], False
-        limit = max(SCAN_LIMIT, self.max_piece)
-        args = [self.cursor[stream], upto, self.width_ms, self.max_piece, limit, "1" if self.target else "0"]
-        res = self._scan(keys=[stream], args=args)
-        self.max_deleted[stream] = _s(res[2])
-        pieces = [Piece(stream, int(p[0]), _s(p[1]), _s(p[2]), int(p[3]), int(p[4])) for p in res[4:]]
-        if pieces:
-            self.cursor[stream] = pieces[-1].last
-        return pieces, bool(int(res[3]))
+            res = self._info(stream, wait=False)  # nothing left to discover; still watch for loss
+        else:
+            limit = max(SCAN_LIMIT, self.max_piece)
+            args = [self.cursor[stream], upto, self.width_ms, self.max_piece, limit, "1" if self.target else "0"]
+            res = self._call(stream, args, wait=False)
+        self.first[stream] = (res.first, res.length)
+        if self.target is None and not res.more:
+            # Every entry after the cursor was walked: the entries added to the stream since the query started
+            # are those recorded plus those walked, unless some were removed before the query saw them.
+            missing = res.added - self.before[stream] - self.known[stream] - res.walked
+            if missing > 0 and stream not in self.lost:
+                upto_id = res.pieces[0].first if res.pieces else res.last_gen
+                self.lost[stream] = (
+                    f"{missing} entries in the ID range ({self.cursor[stream]}, {upto_id}) were trimmed or deleted "
+                    "before the query read them"
+                )
+        if res.pieces:
+            self.cursor[stream] = res.pieces[-1].last
+            self.known[stream] += sum(p.entries for p in res.pieces)
+        return res.pieces, res.more
 
     def _discover(self) -> list[Piece]:
         found: list[Piece] = []
@@ -297,19 +332,10 @@ class RedisConnector(Connector):
             return []
         self._down_since = None
         pieces.sort(key=lambda p: (id_key(p.last), p.stream))
+        arrival = [max(id_key(p.last)[0] / 1000.0, self._started) for p in pieces]
         entries = [
-            (
-                p.stream,
-                max(id_key(p.last)[0] / 1000.0, self._started),
-                p.bytes,
-                False,
-                0,
-                "",
-                p.first,
-                p.last,
-                p.entries,
-            )
-            for p in pieces
+            (p.stream, t, p.bytes, False, 0, "", p.first, p.last, p.entries)
+            for p, t in zip(pieces, arrival, strict=True)
         ]
         refs = self.manifest.append(entries)
         if not refs and self._should_seal():
@@ -344,16 +370,26 @@ class RedisConnector(Connector):
                     break
         return {s: ids.get(s, self.start_ids[s]) for s in self.addr.streams}
 
-    def check_not_lost(self, committed: dict[str, str]) -> None:
-        """Entries above the committed offset were trimmed or deleted upstream: stop, naming the range."""
-        for s, done in committed.items():
-            deleted = self.max_deleted.get(s, "0-0")
-            if id_key(deleted) > id_key(done):
+    def check_not_lost(self, committed_seq: int) -> None:
+        """Stop, naming the ID range, when entries above the committed offset were trimmed or deleted upstream:
+        recorded ranges not yet committed must still start where they did, and nothing may vanish unseen."""
+        pending: dict[str, DatasetRef] = {}
+        for ref in self.manifest.items[committed_seq:]:
+            if ref.last_id and ref.path not in pending:
+                pending[ref.path] = ref
+        for s in self.addr.streams:
+            why = self.lost.get(s)
+            ref = pending.get(s)
+            first, length = self.first.get(s, ("0-0", 1))
+            if why is None and ref is not None and (length == 0 or id_key(first) > id_key(ref.first_id)):
+                upto = f"{ref.last_id} (the stream is empty)" if length == 0 else f"{first} (excluded)"
+                why = f"the entries with IDs from {ref.first_id} up to {upto} were trimmed or deleted"
+            if why is not None:
+                done = self.ids_at(committed_seq)[s]
                 msg = (
-                    f"stream {s!r} at {self.addr.where} lost entries above the committed offset {done}: entries in "
-                    f"the ID range ({done}, {deleted}] were trimmed or deleted before the query read them (data "
-                    "lost upstream). Keep entries until the query has committed them (use the source's trim "
-                    "option instead of MAXLEN), or start the query from a new checkpoint and state directory"
+                    f"stream {s!r} at {self.addr.where} lost entries above the committed offset {done}: {why} "
+                    "(data lost upstream). Keep entries until the query has committed them (the source's trim "
+                    "option does that), or start the query from a new checkpoint and state directory"
                 )
                 raise ConnectorError(msg)
 

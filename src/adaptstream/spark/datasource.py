@@ -273,7 +273,7 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             if self._available_now:
                 self._target = len(self.manifest)  # everything present now, nothing that arrives later
         if self.redis is not None:
-            self.redis.check_not_lost(self.redis.ids_at(s))
+            self.redis.check_not_lost(s)
         upto = self._target if self._target is not None else len(self.manifest)
         refs = self._capped(self.manifest.items[s:upto], limit)
         if not refs:

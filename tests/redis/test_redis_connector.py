@@ -80,7 +80,7 @@ def test_datasets_are_closed_arrival_groups_recorded_by_id_range(redis_server, t
     (last,) = c.poll()
     assert (last.first_id, last.last_id) == (ids[8], ids[8]) and c.caught_up()
     got = [_read(redis_server, ref).table.column("v").to_pylist() for ref in [*refs, last]]
-    assert sum(got, []) == list(range(len(ids)))
+    assert [v for part in got for v in part] == list(range(len(ids)))
     # a restart reads the manifest back and continues after it
     again = _connector(redis_server, tmp_path, s)
     assert again.cursor == {s: ids[8]} and again.poll() == []

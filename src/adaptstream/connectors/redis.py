@@ -88,9 +88,19 @@ def prev_id(entry_id: str) -> str:
 
 # -- connections ---------------------------------------------------------------------------------------------
 def client(addr: RedisAddress, timeout: float = 10.0):
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
     import redis
 
-    return redis.Redis(host=addr.host, port=addr.port, socket_connect_timeout=2.0, socket_timeout=max(timeout, 5.0))
+    # no client-side retries: ``retrying`` and the source's poll decide how long an absent server is waited for
+    return redis.Redis(
+        host=addr.host,
+        port=addr.port,
+        socket_connect_timeout=2.0,
+        socket_timeout=max(timeout, 5.0),
+        retry=Retry(NoBackoff(), 0),
+    )
 
 
 def _transient() -> tuple[type[BaseException], ...]:

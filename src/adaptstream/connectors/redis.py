@@ -136,7 +136,8 @@ def retrying(addr: RedisAddress, timeout: float, what: str, fn: Callable[[], T])
 # -- discovery (driver) --------------------------------------------------------------------------------------
 # KEYS[1] stream; ARGV: after (exclusive, '' = from the start), upto ('+' or an ID), group width ms, max entries
 # per piece, entries to walk at most, close the last group ('1'/'0').
-# Returns {now_ms, last-generated-id, entries-added, length, first entry ID, entries walked, more, piece...},
+# Returns {now_ms, last-generated-id, entries-added, length, first entry ID, entries walked, more, first entry
+# walked, piece...},
 # piece = {group, first, last, n, bytes}; entries-added, length and first entry are read in the same atomic step.
 SCAN_SCRIPT = """
 local key, after, upto = KEYS[1], ARGV[1], ARGV[2]
@@ -144,7 +145,7 @@ local width, maxpiece, limit = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(AR
 local close_all = ARGV[6] == '1'
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if redis.call('EXISTS', key) == 0 then return {now_ms, '0-0', 0, 0, '0-0', 0, 0} end
+if redis.call('EXISTS', key) == 0 then return {now_ms, '0-0', 0, 0, '0-0', 0, 0, ''} end
 local info = redis.call('XINFO', 'STREAM', key)
 local last_gen, added, length, first = '0-0', 0, 0, '0-0'
 for i = 1, #info, 2 do
@@ -153,7 +154,7 @@ for i = 1, #info, 2 do
   if info[i] == 'length' then length = info[i + 1] end
   if info[i] == 'first-entry' and info[i + 1] then first = info[i + 1][1] end
 end
-local out = {now_ms, last_gen, added, length, first, 0, 0}
+local out = {now_ms, last_gen, added, length, first, 0, 0, ''}
 local cur = nil
 local scanned = 0
 local start = '-'
@@ -171,6 +172,7 @@ while scanned < limit do
       table.insert(out, cur)
       cur = nil
     end
+    if out[8] == '' then out[8] = id end
     if cur == nil then cur = {g, id, id, 0, 0} end
     cur[3] = id
     cur[4] = cur[4] + 1
@@ -213,6 +215,7 @@ class ScanReply:
     first: str  # the first entry's ID ('0-0' when empty)
     walked: int  # entries after the cursor the script walked
     more: bool  # the walk stopped at its limit
+    walked_from: str | None  # the first entry walked
     pieces: list[Piece]
 
 
@@ -283,8 +286,11 @@ class RedisConnector(Connector):
             return self._scan(keys=[stream], args=args)
 
         res = retrying(self.addr, self.timeout, f"reading stream {stream!r}", call) if wait else call()
-        pieces = [Piece(stream, int(p[0]), _s(p[1]), _s(p[2]), int(p[3]), int(p[4])) for p in res[7:]]
-        return ScanReply(_s(res[1]), int(res[2]), int(res[3]), _s(res[4]), int(res[5]), bool(int(res[6])), pieces)
+        pieces = [Piece(stream, int(p[0]), _s(p[1]), _s(p[2]), int(p[3]), int(p[4])) for p in res[8:]]
+        walked_from = _s(res[7]) or None
+        return ScanReply(
+            _s(res[1]), int(res[2]), int(res[3]), _s(res[4]), int(res[5]), bool(int(res[6])), walked_from, pieces
+        )
 
     def _info(self, stream: str, wait: bool = True) -> ScanReply:
         return self._call(stream, ["", "+", self.width_ms, 1, 0, "0"], wait)
@@ -308,10 +314,10 @@ class RedisConnector(Connector):
             # are those recorded plus those walked, unless some were removed before the query saw them.
             missing = res.added - self.before[stream] - self.known[stream] - res.walked
             if missing > 0 and stream not in self.lost:
-                upto_id = res.pieces[0].first if res.pieces else res.last_gen
+                after = self.cursor[stream]
+                rng = f"({after}, {res.walked_from})" if res.walked_from else f"({after}, {res.last_gen}]"
                 self.lost[stream] = (
-                    f"{missing} entries in the ID range ({self.cursor[stream]}, {upto_id}) were trimmed or deleted "
-                    "before the query read them"
+                    f"{missing} entries in the ID range {rng} were trimmed or deleted before the query read them"
                 )
         if res.pieces:
             self.cursor[stream] = res.pieces[-1].last

@@ -296,6 +296,7 @@ def test_entries_trimmed_above_the_committed_offset_stop_the_query_naming_the_ra
         q.stop()
 
 
+@pytest.mark.slow
 def test_cli_run_drains_a_stream(spark, redis_server, tmp_path):
     """`adaptstream run --input redis://...` processes every entry present at start, emits every window, stops."""
     stream = _stream()

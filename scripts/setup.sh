@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what adaptstream needs on a fresh machine: Java 17+ (apt, when run as root), then the package.
 #   scripts/setup.sh          runtime only (pyspark, pyarrow, ...)
-#   scripts/setup.sh --dev    + test tools, the cost model's PyTorch (CPU) and LightGBM
+#   scripts/setup.sh --dev    + test tools, the cost model's PyTorch (CPU) and LightGBM, and Debian's redis-server
+#                             for the Redis Streams tests (scripts/redis.sh install; apt when run as root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -21,6 +22,7 @@ fi
 extras=""
 if [ "${1:-}" = "--dev" ]; then
   extras="[dev,gnn]"
+  scripts/redis.sh install || echo "setup: no redis-server: the Redis tests will be skipped" >&2
   # A plain 'torch' requirement would pull the newest CUDA build (several GB); the CPU build is enough here.
   $PY -c "import torch" 2>/dev/null || $PY -m pip install -q "torch==2.13.0" \
     || $PY -m pip install -q torch --index-url https://download.pytorch.org/whl/cpu

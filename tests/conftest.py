@@ -1,8 +1,9 @@
 """Shared fixtures and the test tiers.
 
 One SparkSession for the whole run (cold start ~10 s), stopped at the end. Tiers are markers: ``spark`` (a real
-SparkSession), ``cluster`` (a standalone cluster), ``slow`` (more than a few seconds), ``gpu``. Tests that use the
-``spark`` fixture or live in tests/spark or tests/cluster are marked here, and a test that starts Spark without the
+SparkSession), ``cluster`` (a standalone cluster), ``redis`` (a real redis-server started by scripts/redis.sh),
+``slow`` (more than a few seconds), ``gpu``. Tests that use the ``spark`` or ``redis_server`` fixtures or live in
+tests/spark or tests/cluster are marked here, and a test that starts Spark without the
 marker fails, so ``pytest -m "not spark and not slow and not cluster"`` is the quick tier. Nothing is written
 outside temporary directories: Hypothesis keeps no example database and its home is a temporary directory.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -67,6 +69,70 @@ def spark():
         session.stop()
 
 
+_SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
+
+class RedisServer:
+    """A redis-server on 127.0.0.1 started by scripts/redis.sh (a free port, a temporary directory), stopped by PID.
+
+    ``stop`` + ``start`` again restarts it on the same port and directory (its append-only file survives)."""
+
+    def __init__(self) -> None:
+        self.port: int | None = None
+        self.pid: int | None = None
+        self.dir: str | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}"
+
+    def start(self) -> RedisServer:
+        args = [str(self.port), str(self.dir)] if self.port else []
+        done = subprocess.run([str(_SCRIPTS / "redis.sh"), "start", *args], capture_output=True, text=True)
+        if done.returncode == 3 and os.environ.get("ADAPTSTREAM_REQUIRE_REDIS") != "1":
+            pytest.skip(f"no redis-server: {done.stderr.strip()}")
+        if done.returncode != 0:
+            raise RuntimeError(f"scripts/redis.sh start failed: {done.stderr.strip()}")
+        info = dict(kv.split("=", 1) for kv in done.stdout.split())
+        self.port, self.pid, self.dir = int(info["port"]), int(info["pid"]), info["dir"]
+        return self
+
+    def stop(self) -> None:
+        if self.pid is not None:
+            subprocess.run([str(_SCRIPTS / "redis.sh"), "stop", str(self.pid)], check=True)
+            self.pid = None
+
+    def client(self):
+        import redis
+
+        return redis.Redis(host="127.0.0.1", port=self.port)
+
+    def cleanup(self) -> None:
+        self.stop()
+        if self.dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    """One real redis-server for the session; tests use their own stream names."""
+    server = RedisServer()
+    try:
+        yield server.start()
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture
+def own_redis_server():
+    """A redis-server of this test's own (for tests that stop or restart it)."""
+    server = RedisServer()
+    try:
+        yield server.start()
+    finally:
+        server.cleanup()
+
+
 def _has_cuda() -> bool:
     try:
         import torch
@@ -84,6 +150,8 @@ def pytest_collection_modifyitems(config, items):
         path = Path(str(item.fspath)).resolve()
         if "spark" in getattr(item, "fixturenames", ()) or (_TESTS / "spark") in path.parents:
             item.add_marker(pytest.mark.spark)
+        if {"redis_server", "own_redis_server"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.redis)
         if (_TESTS / "cluster") in path.parents:
             item.add_marker(pytest.mark.cluster)
             item.add_marker(pytest.mark.slow)

@@ -112,15 +112,19 @@ def _progress_info(snap: dict) -> str:
 
 
 def _run_with_progress(spark, spec, run_dir: str, log_file: str):
-    from adaptstream.runner import input_files, run_workload
+    from adaptstream.runner import input_files, is_redis_url, run_workload
 
-    total = len(input_files(spec.input_dir)) if spec.input_dir else round(spec.duration)
+    if is_redis_url(spec.input_dir):
+        total = None  # a stream: how many datasets it holds is known once they are discovered
+    else:
+        total = len(input_files(spec.input_dir)) if spec.input_dir else round(spec.duration)
     with Progress(TextColumn("[bold]{task.fields[label]}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console) as prog:
         task = prog.add_task("run", total=total, label=spec.label(), info="")
 
         def show(snap: dict) -> None:
-            prog.update(task, completed=min(snap["completed"], total), info=_progress_info(snap))
+            done = snap["completed"] if total is None else min(snap["completed"], total)
+            prog.update(task, completed=done, info=_progress_info(snap))
 
         try:
             return run_workload(spark, spec, run_dir, on_progress=show, fresh=False)
@@ -162,9 +166,10 @@ def run(
     trigger: Annotated[float, typer.Option(min=0.001, metavar="SECONDS",
                                            help="interval of the fixed policy")] = 10.0,
     seed: Annotated[int, typer.Option(min=0, metavar="N", help="seed of the generated input")] = 0,
-    input: Annotated[str | None, typer.Option(metavar="DIR",
-                                              help="read standard CSV files from DIR instead of the generator "
-                                                   "(implies --drain)")] = None,
+    input: Annotated[str | None, typer.Option(metavar="DIR|URL",
+                                              help="read standard CSV files from DIR, or the entries of a Redis "
+                                                   "stream redis://HOST:PORT/STREAM[,STREAM2], instead of the "
+                                                   "generator (implies --drain)")] = None,
     drain: Annotated[bool, typer.Option(help="emit every window once the input is over, then stop")] = False,
     run_dir: Annotated[str | None, typer.Option(metavar="DIR", help="where metrics, results, plots and "
                                                 "spark.log go [default: runs/<workload>-<admission>-<time>]")] = None,
@@ -174,7 +179,7 @@ def run(
 ) -> None:
     """Run one workload under one admission policy and summarise it."""
     from adaptstream.metrics.plots import plot_timelines
-    from adaptstream.runner import RunSpec, check_spec, input_files
+    from adaptstream.runner import RunSpec, check_spec, input_files, is_redis_url
 
     if input and not drain:
         drain = True
@@ -184,7 +189,7 @@ def run(
                    num_blocks=num_blocks)
     run_dir = run_dir or os.path.join("runs", f"{spec.label()}-{time.strftime('%Y%m%d-%H%M%S')}")
     check_spec(spec, run_dir)
-    if input and not input_files(input):
+    if input and not is_redis_url(input) and not input_files(input):
         msg = (f"--input {input!r} holds no data files (names starting with '.' or '_' are skipped): "
                "nothing to run")
         raise ConfigError(msg)
@@ -195,6 +200,40 @@ def run(
                    f"{workload} under {admission}", result.slide or None)
     _print_table([result])
     console.print(f"run directory: [bold]{run_dir}[/] (metrics/, results/, timeline.png, summary.json, spark.log)")
+
+
+@app.command()
+def produce(
+    to: Annotated[str, typer.Option(metavar="URL", help="redis://HOST:PORT/STREAM[,STREAM2] (rows alternate)")],
+    workload: WorkloadOpt = "LR1S",
+    rate: RateOpt = 1000,
+    duration: Annotated[int, typer.Option(min=1, metavar="SECONDS", help="seconds of input to write")] = 60,
+    traffic: TrafficOpt = "constant",
+    seed: Annotated[int, typer.Option(min=0, metavar="N", help="seed of the generated input")] = 0,
+    entry_format: Annotated[str, typer.Option(metavar="[row|fields]",
+                                              help="row: one field 'row' holding a CSV line in the workload's "
+                                                   "column order; fields: one field per column")] = "row",
+    pace: Annotated[bool, typer.Option(help="spread each second's rows over that second (--no-pace: as fast "
+                                            "as the server takes them)")] = True,
+) -> None:
+    """Write a generator workload into a Redis stream at a rate, with the generator's traffic shapes."""
+    from adaptstream.connectors.redis import ENTRY_FORMATS, parse_url
+    from adaptstream.connectors.redis_produce import produce as produce_entries
+    from adaptstream.connectors.traffic import build_traffic
+    from adaptstream.workloads import GENERATORS
+
+    if entry_format not in ENTRY_FORMATS:
+        msg = f"unknown --entry-format {entry_format!r}; valid choices: {', '.join(ENTRY_FORMATS)}"
+        raise ConfigError(msg)
+    addr = parse_url(to)
+    gen = GENERATORS.get(WORKLOADS.get(workload).generator)(seed=seed).build()
+    shape = build_traffic(traffic, rate, seed=seed)
+    with console.status(f"writing {duration} s of {workload} rows to {to} ..."):
+        stats = produce_entries(addr, duration, lambda k: gen.generate(k, shape.rows_at(k)),
+                                entry_format=entry_format, pace=pace)
+    console.print(f"wrote {stats.entries} entries to {', '.join(stats.streams)} at {addr.where} in "
+                  f"{stats.seconds:.1f} s ({stats.rate:,.0f} entries/s; the XADD round trips alone "
+                  f"{stats.write_rate:,.0f} entries/s)")
 
 
 @app.command()

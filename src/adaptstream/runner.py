@@ -33,7 +33,7 @@ class RunSpec:
     seed: int = 0
     trigger: float = 10.0  # the fixed policy's interval
     margin: str = "auto"
-    input_dir: str | None = None  # read standard CSV files from here instead of the generator
+    input_dir: str | None = None  # read standard CSV files from here (or a redis://HOST:PORT/STREAM) instead
     drain: bool = False  # emit every window at the end (needs the sentinel), then stop
     partitioner: str = "time"
     num_blocks: int = 2
@@ -109,6 +109,10 @@ def progress_snapshot(metrics_dir: str, warmup: float = 0.0) -> dict:
     return snap
 
 
+def is_redis_url(value: str | None) -> bool:
+    return bool(value) and str(value).startswith("redis://")
+
+
 def source_options(spec: RunSpec, workload, run_dir: str) -> dict[str, str]:
     metrics = os.path.join(run_dir, "metrics")
     opts = {
@@ -118,7 +122,9 @@ def source_options(spec: RunSpec, workload, run_dir: str) -> dict[str, str]:
     }
     if spec.partitioner != "time":
         opts["partitionKey"] = ",".join(workload.key_columns)
-    if spec.input_dir:
+    if spec.input_dir and is_redis_url(spec.input_dir):
+        opts.update(connector="redis", path=spec.input_dir)
+    elif spec.input_dir:
         opts.update(connector="files", path=spec.input_dir)
     else:
         opts.update(connector="generator", generator=workload.generator, traffic=spec.traffic,
@@ -156,7 +162,11 @@ def check_spec(spec: RunSpec, run_dir: str) -> None:
         if not value > 0:
             msg = f"--{name} must be > 0 seconds, got {value:g}"
             raise ConfigError(msg)
-    if spec.input_dir is not None:
+    if spec.input_dir is not None and is_redis_url(spec.input_dir):
+        from adaptstream.connectors.redis import check_reachable, parse_url
+
+        check_reachable(parse_url(spec.input_dir))  # before Spark starts: a clear error naming host and port
+    elif spec.input_dir is not None:
         if not os.path.exists(spec.input_dir):
             msg = f"--input {spec.input_dir!r} does not exist"
             raise ConfigError(msg)
@@ -195,7 +205,7 @@ def run_workload(spark, spec: RunSpec, run_dir: str, on_progress: Callable[[dict
 
     # Absolute paths: Spark's JVM and the source's Python process keep the working directory they started in.
     run_dir = os.path.abspath(run_dir)
-    if spec.input_dir:
+    if spec.input_dir and not is_redis_url(spec.input_dir):
         spec = replace(spec, input_dir=os.path.abspath(spec.input_dir))
     check_spec(spec, run_dir)
     workload = WORKLOADS.get(spec.workload)

@@ -25,7 +25,15 @@ FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 INLINE = re.compile(r"`(adaptstream [^`]+)`")
 SKIP = ("scripts/setup.sh", "python3 -m pytest", "scripts/cluster.sh")  # set-up, not adaptstream's behaviour
 TINY = {"run": ["--duration", "4", "--rate", "100"], "demo": ["--duration", "8", "--rate", "100"],
-        "corpus": ["--n", "120", "--partitions", "2"], "train": ["--epochs", "1", "--max-seconds", "5"]}
+        "corpus": ["--n", "120", "--partitions", "2"], "train": ["--epochs", "1", "--max-seconds", "5"],
+        "produce": ["--duration", "2", "--rate", "100"]}
+DOC_REDIS = "redis://127.0.0.1:6379"  # the docs' Redis address: bound to the test's own server (scripts/redis.sh)
+
+
+def _bind_redis(request, text: str) -> str:
+    if DOC_REDIS not in text:
+        return text
+    return text.replace(DOC_REDIS, request.getfixturevalue("redis_server").url)
 
 
 def _blocks(lang: str) -> list[tuple[str, str]]:
@@ -96,15 +104,15 @@ def _run_documented(capsys, workdir: Path, command: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("commands", _command_blocks(), ids=lambda block: block[0])
-def test_documented_commands_run(capsys, workdir, commands):
+def test_documented_commands_run(capsys, workdir, commands, request):
     if any(shlex.split(c)[1] in ("costmodel", "place") for c in commands):
         pytest.importorskip("torch")
         pytest.importorskip("lightgbm")
     for command in commands:
-        _run_documented(capsys, workdir, command)
+        _run_documented(capsys, workdir, _bind_redis(request, command))
 
 
-def test_python_snippets_run(workdir, spark):
+def test_python_snippets_run(workdir, spark, request):
     """Each Python block runs with the names its surrounding prose defines bound to tiny stand-ins; a streaming
     query it starts must process its input (relative paths are made absolute: Spark's processes keep the working
     directory they started in)."""
@@ -120,6 +128,10 @@ def test_python_snippets_run(workdir, spark):
     words = pa.table({"word": ["a", "b", "a", "c"] * 25})
     for name, body in _blocks("python"):
         body = re.sub(r'"((?:data|runs)/[^"]*)"', lambda m: repr(str(workdir / m.group(1))), body)
+        try:
+            body = _bind_redis(request, body)
+        except pytest.skip.Exception:  # no redis-server on this machine: the other snippets still run
+            continue
         ns = {"spark": spark, "dir": str(workdir / "lr"), "arrived_table": words, "batch": words}
         exec(compile(body, f"<{name} snippet>", "exec"), ns)
         for query in [v for v in ns.values() if type(v).__name__ == "StreamingQuery"]:

@@ -34,6 +34,9 @@ class DatasetRef:
     sentinel: bool = False  # the end-of-input marker rows (advance the watermark; queries drop them)
     start: int = 0  # byte offset in the file (> 0 for rows appended after an earlier admission)
     fingerprint: str = ""  # see fingerprint(); empty for entries written before fingerprints existed
+    first_id: str = ""  # Redis Streams: the entry-ID range [first_id, last_id] of stream ``path`` ...
+    last_id: str = ""
+    entries: int = -1  # ... holding this many entries (-1: a file range)
 
     @property
     def end(self) -> int:
@@ -182,7 +185,7 @@ class Manifest:
         self.last[ref.path] = ref
 
     def append(self, entries: list[tuple]) -> list[DatasetRef]:
-        """Entries are (path, arrival, bytes, sentinel[, start, fingerprint])."""
+        """Entries are (path, arrival, bytes, sentinel[, start, fingerprint[, first_id, last_id, entries]])."""
         refs = []
         for entry in entries:
             ref = DatasetRef(len(self.items), *entry[:4], *entry[4:])

@@ -38,7 +38,7 @@ from adaptstream.metrics.recorder import MetricsRecorder
 from adaptstream.policy import PolicyStateFile
 from adaptstream.spark.accounting import Accountant, Planned, Quarantine
 from adaptstream.spark.options import SourceOptions
-from adaptstream.spark.planner import DriverPlanner, plan_slices
+from adaptstream.spark.planner import DriverPlanner, plan_ranges, plan_slices
 from adaptstream.spark.read import read_partition
 
 FORMAT = "adaptstream"
@@ -50,9 +50,23 @@ def arrow_schema(schema: StructType) -> pa.Schema:
     return to_arrow_schema(schema, timezone="UTC")
 
 
-def build_connector(opts: SourceOptions, manifest: Manifest, on_changed=None) -> Connector:
+def build_connector(opts: SourceOptions, manifest: Manifest, on_changed=None, state_dir: str = "") -> Connector:
     from adaptstream.connectors.files import FilesConnector
 
+    if opts.connector == "redis":
+        from adaptstream.connectors.redis import RedisConnector, parse_url
+
+        return RedisConnector(
+            manifest,
+            parse_url(str(opts.path)),
+            state_dir,
+            group_seconds=opts.dataset_seconds,
+            max_piece=opts.max_dataset_entries,
+            starting=opts.starting_position,
+            timeout=opts.redis_timeout,
+            drain=opts.drain,
+            sentinel_path=opts.sentinel_path,
+        )
     if opts.connector == "files":
         return FilesConnector(
             manifest,
@@ -117,7 +131,8 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self.manifest = Manifest(os.path.join(self.state_dir, "manifest.jsonl"))
         self.parts_dir = os.path.join(self.state_dir, "parts")
         self.quarantine = Quarantine(self.opts.metrics_path or self.state_dir)
-        self.connector = build_connector(self.opts, self.manifest, self._file_changed)
+        self.connector = build_connector(self.opts, self.manifest, self._file_changed, self.state_dir)
+        self.redis = self.connector if self.opts.connector == "redis" else None
         policy = build_admission(
             self.opts.admission,
             slide=self.opts.slide,
@@ -143,6 +158,14 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self._started = True
 
     def _check_offset(self, offset: dict | None) -> None:
+        if offset is not None and self.redis is not None and "ids" in offset:
+            ids = self.redis.ids_at(int(offset["seq"]))
+            if offset["ids"] != ids:
+                msg = (
+                    f"offset {offset} does not match the source state in {self.state_dir} (its manifest gives "
+                    f"{ids} at that position); the checkpoint and statePath belong to different queries"
+                )
+                raise ConnectorError(msg)
         if offset is None or not self.opts.per_query_state:
             return
         if offset.get("query") != self._query_id:
@@ -152,11 +175,30 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             )
             raise ConnectorError(msg)
 
+    def _load_range(self, ref: DatasetRef):
+        """The driver path (readOn=driver, skew-aware partitioners) reads a Redis entry range itself."""
+        from adaptstream.connectors.redis import read_piece
+
+        assert self.redis is not None
+        return read_piece(
+            self.redis.r,
+            self.redis.addr,
+            ref.seq,
+            ref.path,
+            ref.first_id,
+            ref.last_id,
+            ref.entries,
+            self.schema,
+            self.opts.redis_entry_format(),
+            self.opts.redis_timeout,
+        )
+
     def _build_planner(self) -> DriverPlanner | None:
+        load = self._load_range if self.redis is not None else None
         if self.opts.partitioner == "time":
             if self.opts.read_on == "executors":
                 return None
-            return DriverPlanner(None, (), self.schema, self.fmt, self.parts_dir)
+            return DriverPlanner(None, (), self.schema, self.fmt, self.parts_dir, load=load)
         from adaptstream.partitioning import build_partitioner
 
         if not self.opts.partition_key:
@@ -174,6 +216,7 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             self.fmt,
             self.parts_dir,
             self.opts.partition_window,
+            load=load,
         )
 
     def _policies(self) -> dict:
@@ -183,10 +226,15 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self.quarantine.add([{"seq": None, "path": path, "row": None, "offset": None, "raw": None, "reason": reason}])
 
     def _offset(self, seq: int) -> dict:
+        if self.redis is not None:  # the last entry ID per stream, beside the manifest position
+            return {"seq": seq, "ids": self.redis.ids_at(seq)}
         return {"seq": seq, "query": self._query_id} if self._query_id else {"seq": seq}
 
     # -- Spark's streaming reader API ----------------------------------------------------------------------
     def initialOffset(self) -> dict:
+        if self.opts.connector == "redis":
+            self._ensure_started(None)
+            return self._offset(0)
         if not self._started and self.opts.per_query_state and self._query_id is None:
             self._query_id = uuid.uuid4().hex[:12]
         return {"seq": 0, "query": self._query_id} if self.opts.per_query_state else {"seq": 0}
@@ -217,9 +265,15 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         if self._polls == 2:  # the first poll comes before Spark's start-up batch 0, the second after it
             self.connector.start()
         if self._target is None:
+            if self._available_now and self.redis is not None:
+                self.redis.freeze()  # every entry present now, none added later: walk to it now
+                while not self.redis.caught_up():
+                    self._poll_connector()
             self._poll_connector()
             if self._available_now:
                 self._target = len(self.manifest)  # everything present now, nothing that arrives later
+        if self.redis is not None:
+            self.redis.check_not_lost(s)
         upto = self._target if self._target is not None else len(self.manifest)
         refs = self._capped(self.manifest.items[s:upto], limit)
         if not refs:
@@ -244,6 +298,8 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
                 self.planner.parse(ref)  # parse on arrival: keys counted while buffering, little work at the cut
 
     def _rows(self, ref: DatasetRef) -> int:
+        if ref.entries >= 0 and self.planner is None:
+            return ref.entries  # a Redis entry range: its exact count is known before it is read
         return self.planner.rows(ref) if self.planner is not None else self.accounts.rows.estimate(ref)
 
     def _capped(self, refs: list[DatasetRef], limit: ReadLimit | None) -> list[DatasetRef]:
@@ -289,8 +345,19 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             parts, block_rows = self.planner.plan(refs, self.opts.num_blocks)
             blocks: list[list[int]] = []
         else:
-            parts = plan_slices(refs, self.opts.num_blocks, self.opts.max_partition_bytes, self.parts_dir)
-            block_rows, blocks = None, [[sl.seq for sl in p.slices] for p in parts]  # type: ignore[attr-defined]
+            if self.redis is not None:
+                parts = plan_ranges(
+                    refs,
+                    self.opts.num_blocks,
+                    self.opts.max_partition_bytes,
+                    self.parts_dir,
+                    self.redis.addr,
+                    self.opts.redis_entry_format(),
+                    self.opts.redis_timeout,
+                )
+            else:
+                parts = plan_slices(refs, self.opts.num_blocks, self.opts.max_partition_bytes, self.parts_dir)
+            block_rows, blocks = None, [[sl.seq for sl in getattr(p, "slices", None) or p.ranges] for p in parts]
         self.accounts.inflight = Planned(s, e, admitted_at, t0, est, refs, blocks, block_rows, time.time() - t0)
         return parts
 
@@ -303,6 +370,8 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         e = int(end["seq"])
         self._complete(e, time.time())
         self._admissions = {k: v for k, v in self._admissions.items() if k > e}
+        if self.redis is not None and self.opts.trim:
+            self.redis.trim(self.redis.ids_at(e))  # only what Spark has committed
         if self.planner is not None:
             self.planner.forget(e if self.accounts.inflight is None else min(e, self.accounts.inflight.start))
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from adaptstream.errors import ConfigError
 from adaptstream.timeparse import parse_duration
 
-CONNECTORS = ("files", "generator")
+CONNECTORS = ("files", "generator", "redis")
 _KNOWN = {
     "connector",
     "path",
@@ -53,6 +53,14 @@ _KNOWN = {
     "nullvalue",
     "multiline",
     "readon",
+    "input",
+    "entryformat",
+    "rowfield",
+    "datasetseconds",
+    "maxdatasetentries",
+    "startingposition",
+    "redistimeout",
+    "trim",
 }
 READ_ON = ("executors", "driver")
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024  # a backlog never becomes one unbounded batch (maxBytesPerTrigger)
@@ -172,6 +180,14 @@ class SourceOptions:
     null_value: str = ""
     multiline: bool = True
     read_on: str = "executors"  # executors | driver (rows parsed beside the driver and shipped in the partitions)
+    # Redis Streams (connectors/redis.py)
+    entry_format: str = "row"  # row: one field holding a line in fileFormat | fields: one field per column
+    row_field: str = "row"
+    dataset_seconds: float = 1.0  # entries whose ID ms fall in one such window form one dataset
+    max_dataset_entries: int = 20_000  # a dataset piece holds at most this many entries (one task reads >= 1 piece)
+    starting_position: str = "earliest"  # earliest | latest, fixed when the query first starts
+    redis_timeout: float = 30.0  # how long the query waits for an unreachable server before it fails
+    trim: bool = False  # XTRIM MINID the entries Spark has committed
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -180,7 +196,10 @@ class SourceOptions:
         if unknown:
             msg = f"unknown adaptstream option(s): {', '.join(unknown)}; valid options: {', '.join(sorted(_KNOWN))}"
             raise ConfigError(msg)
-        connector = opts.get("connector", "files").lower()
+        if "input" in opts:  # the CLI's name for path; a redis:// URL selects the Redis connector
+            opts.setdefault("path", opts["input"])
+        default_connector = "redis" if str(opts.get("path", "")).startswith("redis://") else "files"
+        connector = opts.get("connector", default_connector).lower()
         if connector not in CONNECTORS:
             msg = f"unknown connector {connector!r}; valid choices: {', '.join(CONNECTORS)}"
             raise ConfigError(msg)
@@ -232,6 +251,13 @@ class SourceOptions:
             null_value=opts.get("nullvalue", ""),
             multiline=_bool(opts.get("multiline", "true"), "multiLine"),
             read_on=opts.get("readon", "executors").lower(),
+            entry_format=opts.get("entryformat", "row").lower(),
+            row_field=opts.get("rowfield", "row"),
+            dataset_seconds=_float(opts.get("datasetseconds", "1"), "datasetSeconds", 0.001),
+            max_dataset_entries=_int(opts.get("maxdatasetentries", "20000"), "maxDatasetEntries", minimum=1),
+            starting_position=opts.get("startingposition", "earliest").lower(),
+            redis_timeout=parse_duration(opts.get("redistimeout", "30")),
+            trim=_bool(opts.get("trim", "false"), "trim"),
         )
         o.validate()
         o.file_format_spec()  # checks the delimiter
@@ -247,6 +273,8 @@ class SourceOptions:
         if self.read_on not in READ_ON:
             msg = f"unknown readOn {self.read_on!r}; valid choices: {', '.join(READ_ON)}"
             raise ConfigError(msg)
+        if self.connector == "redis":
+            self._validate_redis()
         if self.rate <= 0 and self.connector == "generator":
             msg = f"option rate must be > 0 rows per second, got {self.rate}"
             raise ConfigError(msg)
@@ -271,6 +299,34 @@ class SourceOptions:
         if self.sentinel_path and not os.path.exists(self.sentinel_path):
             msg = f"sentinelPath {self.sentinel_path!r} does not exist"
             raise ConfigError(msg)
+
+    def _validate_redis(self) -> None:
+        from adaptstream.connectors.redis import ENTRY_FORMATS, STARTING_POSITIONS, parse_url
+
+        if not self.path:
+            msg = "the redis connector needs .option('path', 'redis://HOST:PORT/STREAM[,STREAM2]')"
+            raise ConfigError(msg)
+        parse_url(self.path)
+        if self.entry_format not in ENTRY_FORMATS:
+            msg = f"unknown entryFormat {self.entry_format!r}; valid choices: {', '.join(ENTRY_FORMATS)}"
+            raise ConfigError(msg)
+        if self.starting_position not in STARTING_POSITIONS:
+            msg = f"unknown startingPosition {self.starting_position!r}; valid choices: {', '.join(STARTING_POSITIONS)}"
+            raise ConfigError(msg)
+        if not (self.state_path or self.metrics_path):
+            msg = (
+                "the redis connector needs a local directory for its manifest and offsets: set statePath "
+                "(or metricsPath)"
+            )
+            raise ConfigError(msg)
+        if self.redis_timeout <= 0:
+            msg = f"option redisTimeout must be > 0 seconds, got {self.redis_timeout}"
+            raise ConfigError(msg)
+
+    def redis_entry_format(self):
+        from adaptstream.connectors.redis import EntryFormat
+
+        return EntryFormat(self.entry_format, self.row_field, self.file_format_spec())
 
     def state_dir(self, query_id: str | None = None) -> str:
         """Where the manifest lives: statePath, else <metricsPath>/source, else a directory of this query's own

@@ -23,7 +23,17 @@ from pyspark.sql.datasource import InputPartition
 
 from adaptstream.connectors.base import DatasetRef
 from adaptstream.connectors.parsing import FileFormat, ParseResult
-from adaptstream.spark.read import BlockPartition, FileSlice, SlicePartition, parse_slice, to_ipc, write_part
+from adaptstream.spark.read import (
+    BlockPartition,
+    EntryRange,
+    FileSlice,
+    RedisPartition,
+    SlicePartition,
+    parse_slice,
+    to_ipc,
+    write_part,
+    write_part_result,
+)
 
 
 def group_by_bytes(sizes: list[int], n: int) -> list[tuple[int, int]]:
@@ -53,6 +63,25 @@ def plan_slices(
     return [SlicePartition(k, [FileSlice.of(r) for r in refs[a:b]], parts_dir) for k, (a, b) in enumerate(groups)]
 
 
+def plan_ranges(
+    refs: list[DatasetRef], num_blocks: int, max_partition_bytes: int, parts_dir: str, addr, fmt, timeout: float
+) -> list[InputPartition]:
+    """Executor reads from Redis: contiguous runs of entry ranges of about equal payload bytes per partition, the
+    file ranges among them (the end-of-input marker) planned as files."""
+    ranges = [r for r in refs if r.last_id]
+    files = [r for r in refs if not r.last_id]
+    total = sum(r.bytes for r in ranges)
+    n = max(num_blocks, math.ceil(total / max_partition_bytes)) if max_partition_bytes > 0 else num_blocks
+    groups = group_by_bytes([r.bytes for r in ranges], n)
+    parts: list[InputPartition] = [
+        RedisPartition(k, addr, [EntryRange.of(r) for r in ranges[a:b]], parts_dir, fmt, timeout)
+        for k, (a, b) in enumerate(groups)
+    ]
+    if files:
+        parts.append(SlicePartition(len(parts), [FileSlice.of(r) for r in files], parts_dir))
+    return parts
+
+
 class DriverPlanner:
     """Parses datasets on the driver as they arrive and places rows with a skew-aware partitioner (or, with no
     partitioner, in contiguous arrival-order blocks: the ``readOn=driver`` path, for executors that cannot see the
@@ -67,6 +96,7 @@ class DriverPlanner:
         parts_dir: str,
         partition_window: float = 0.0,
         clock: Callable[[], float] = time.time,
+        load: Callable[[DatasetRef], ParseResult] | None = None,
     ) -> None:
         self.partitioner = partitioner
         self.key_columns = key_columns
@@ -75,6 +105,7 @@ class DriverPlanner:
         self.parts_dir = parts_dir
         self.partition_window = partition_window
         self.clock = clock
+        self.load = load  # reads a dataset that is not a file range (a Redis entry range)
         self._window_started = clock()
         self._parsed: dict[int, ParseResult] = {}
 
@@ -85,10 +116,14 @@ class DriverPlanner:
 
     def parse(self, ref: DatasetRef) -> ParseResult:
         res = self._parsed.get(ref.seq)
-        if res is None:
+        if res is None and ref.last_id and self.load is not None:
+            res = self.load(ref)
+            write_part_result(self.parts_dir, ref.seq, res)
+        elif res is None:
             sl = FileSlice.of(ref)
             res = parse_slice(sl, self.schema, self.fmt)
             write_part(self.parts_dir, sl, res)
+        if ref.seq not in self._parsed:
             self._parsed[ref.seq] = res
             if res.table.num_rows and self.partitioner is not None:
                 self.partitioner.observe(self._keys(res.table))  # Prompt Alg. 1: count keys while buffering

@@ -7,6 +7,9 @@ task or a replay rewrites the same file); the source reads it when the batch com
 quarantine. Executors therefore need the input and state directories on a filesystem they all see, as Spark's own
 file source needs its input.
 
+A ``RedisPartition`` carries entry-ID ranges of Redis streams (connectors/redis.py): the executor reads exactly
+those entries with XRANGE, refuses a range that lost entries, parses them and writes the same part files.
+
 A ``BlockPartition`` carries rows the driver already parsed and planned (partitioners that must see every key
 before planning, see spark/planner.py).
 """
@@ -50,6 +53,31 @@ class SlicePartition(InputPartition):
         self.parts_dir = parts_dir
 
 
+@dataclass(frozen=True)
+class EntryRange:
+    seq: int
+    stream: str
+    first: str
+    last: str
+    entries: int
+
+    @classmethod
+    def of(cls, ref: DatasetRef) -> EntryRange:
+        return cls(ref.seq, ref.path, ref.first_id, ref.last_id, ref.entries)
+
+
+class RedisPartition(InputPartition):
+    """Entry-ID ranges of Redis streams one Spark task reads."""
+
+    def __init__(self, index: int, addr, ranges: list[EntryRange], parts_dir: str, fmt, timeout: float) -> None:
+        super().__init__(index)
+        self.addr = addr
+        self.ranges = ranges
+        self.parts_dir = parts_dir
+        self.fmt = fmt
+        self.timeout = timeout
+
+
 class BlockPartition(InputPartition):
     """One block of rows planned on the driver, carried as Arrow IPC bytes."""
 
@@ -73,6 +101,10 @@ def write_part(parts_dir: str, sl: FileSlice, res: ParseResult) -> None:
     """What the source's accounting needs about one parsed dataset; byte offsets made absolute in the file."""
     bad = [{**b, "offset": None if b.get("offset") is None else b["offset"] + sl.start} for b in res.bad]
     write_atomic(part_path(parts_dir, sl.seq), json.dumps({"seq": sl.seq, "rows": res.table.num_rows, "bad": bad}))
+
+
+def write_part_result(parts_dir: str, seq: int, res: ParseResult) -> None:
+    write_atomic(part_path(parts_dir, seq), json.dumps({"seq": seq, "rows": res.table.num_rows, "bad": res.bad}))
 
 
 def read_part(parts_dir: str, seq: int) -> dict | None:
@@ -103,6 +135,30 @@ def read_slices(partition: SlicePartition, schema: pa.Schema, fmt: FileFormat) -
         yield from res.table.to_batches(max_chunksize=MAX_BATCH_ROWS)
 
 
+def read_redis(partition: RedisPartition, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    from adaptstream.connectors.redis import client, read_piece
+
+    r = client(partition.addr, partition.timeout)
+    try:
+        for rng in partition.ranges:
+            res = read_piece(
+                r,
+                partition.addr,
+                rng.seq,
+                rng.stream,
+                rng.first,
+                rng.last,
+                rng.entries,
+                schema,
+                partition.fmt,
+                partition.timeout,
+            )
+            write_part_result(partition.parts_dir, rng.seq, res)
+            yield from res.table.to_batches(max_chunksize=MAX_BATCH_ROWS)
+    finally:
+        r.close()
+
+
 def read_block(partition: BlockPartition) -> Iterator[pa.RecordBatch]:
     yield from pa.ipc.open_stream(partition.payload)
 
@@ -112,5 +168,7 @@ def read_partition(partition: InputPartition, schema: pa.Schema, fmt: FileFormat
         return read_slices(partition, schema, fmt)
     if isinstance(partition, BlockPartition):
         return read_block(partition)
+    if isinstance(partition, RedisPartition):
+        return read_redis(partition, schema)
     msg = f"unexpected input partition {type(partition).__name__}"
     raise ConnectorError(msg)

@@ -22,6 +22,22 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 _HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="adaptstream-hypothesis-")
 
 
+def _check_import_tree() -> None:
+    """Fail early when the tests would exercise another checkout's code (an editable install of a sibling tree)."""
+    import adaptstream
+
+    here = Path(__file__).resolve().parents[1]
+    pkg = Path(adaptstream.__file__).resolve()
+    if pkg.parent.parent.name == "src" and here not in pkg.parents:
+        raise pytest.UsageError(
+            f"adaptstream is imported from {pkg.parent}, not from this checkout ({here}/src): "
+            f"run with PYTHONPATH={here}/src"
+        )
+
+
+_check_import_tree()
+
+
 def _configure_hypothesis() -> None:
     try:
         from hypothesis import settings

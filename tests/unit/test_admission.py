@@ -252,3 +252,35 @@ def test_lmstream_margin_adapts_to_the_estimation_error():
 def test_lmstream_rejects_an_unknown_estimator():
     with pytest.raises(ConfigError, match="regression, avgthput"):
         build_admission("lmstream", estimator="bogus")
+
+
+def test_lmstream_decisions_on_recorded_spark_traces_match_golden():
+    """Per-batch traces recorded from real Spark runs (scripts/record_admission_trace.py): lmstream's decisions
+    on them are pinned (regenerate with scripts/make_golden_admission.py when the policy changes on purpose)."""
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
+    from make_golden_admission import recorded_decisions
+
+    with open(os.path.join(os.path.dirname(GOLDEN), "admission_recorded.json")) as f:
+        golden = json.load(f)
+    decisions = recorded_decisions()
+    assert set(decisions) >= {"LR1S-6000-asap", "LR1S-6000-lmstream-old"}
+    assert decisions == golden
+
+
+def test_lmstream_margin_learns_the_underestimates_of_a_recorded_run():
+    """LR1S at 6000 rows/s under asap: the window state fills for 30 s, so every batch took longer than its rows
+    predicted; the margin grows to cover that, and the decisions admit no later than they would without it."""
+    from adaptstream.admission.replay import replay_recorded
+
+    with open(os.path.join(os.path.dirname(GOLDEN), "traces", "LR1S-6000-asap.json")) as f:
+        trace = json.load(f)
+    auto = build_admission("lmstream", slide=5.0)
+    fixed0 = build_admission("lmstream", slide=5.0, margin=0.0)
+    a, z = replay_recorded(auto, trace, after_gap=0.5), replay_recorded(fixed0, trace, after_gap=0.5)
+    under = [d["proc"] - d["est_proc"] for d in a if d["est_proc"] is not None]
+    assert sum(e > 0 for e in under) > len(under) / 2  # mostly under-estimated
+    assert auto.margin() > 0.2 and fixed0.margin() == 0.0
+    assert all(x["admit_delay"] <= y["admit_delay"] for x, y in zip(a, z, strict=True))
+    assert sum(d["admit_delay"] for d in a) < sum(d["admit_delay"] for d in z)

@@ -158,10 +158,10 @@ def targets(data: dict) -> list[dict]:
         }
     )
     # 2. 1.5x asap's highest bounded rate on >= 4 of 6
-    q = data["queries"]
+    q = data.get("queries", {})
     wins = []
     for w in queries:
-        lm, asap = q[w].get("lmstream", {}).get("max_rate"), q[w].get("asap", {}).get("max_rate")
+        lm, asap = q.get(w, {}).get("lmstream", {}).get("max_rate"), q.get(w, {}).get("asap", {}).get("max_rate")
         if lm is not None and lm >= 1.5 * (asap or 0):
             wins.append(w)
     res.append(
@@ -471,12 +471,15 @@ def lmstream_load_command(
         slide = WORKLOADS.get(w).lmstream_slide
         active = list(pols)
         for i, rate in enumerate(ladder):
+            if not active:
+                break
             order = active[i % len(active) :] + active[: i % len(active)]
             for p in order:
                 elapsed = (time.time() - t0) / 60
                 if elapsed + (duration + finish_timeout / 2 + 10) / 60 > budget_minutes:
-                    data["skipped"].append(f"{traffic} {w} {p} {rate}")
-                    continue
+                    data["skipped"].append(f"{traffic} {w} {'/'.join(active)} from {rate} rows/s")
+                    active = []
+                    break
                 spec = RunSpec(
                     workload=w,
                     admission=p,
@@ -503,14 +506,16 @@ def lmstream_load_command(
                 keep = row["holds_own"] if p == "fixed" else row["holds"]
                 if not keep or row["generator_limited"]:
                     active.remove(p)
-            if not [p for p in active if p != "fixed"]:
+                data["queries" if traffic == "constant" else "queries_random"] = summarize_queries(
+                    data["runs"], traffic
+                )
+                data["meta"].update(
+                    load_after=list(os.getloadavg()),
+                    wall_minutes=(time.time() - t0) / 60,
+                    load_mean=float(np.mean(loads)),
+                    load_max=float(max(loads)),
+                )
+                write_report(data, target)
+            if active and not [p for p in active if p != "fixed"] and len(pols) > 1:
                 break  # fixed alone is kept only for comparisons at rates another policy still holds
-        data["queries" if traffic == "constant" else "queries_random"] = summarize_queries(data["runs"], traffic)
-        data["meta"].update(
-            load_after=list(os.getloadavg()),
-            wall_minutes=(time.time() - t0) / 60,
-            load_mean=float(np.mean(loads)) if loads else None,
-            load_max=float(max(loads)) if loads else None,
-        )
-        write_report(data, target)
     console.print(f"report: {write_report(data, target)}")

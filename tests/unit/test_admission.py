@@ -135,19 +135,20 @@ def test_replay_shapes_match_the_paper_claims():
     assert [asdict(b) for b in lm] != [asdict(b) for b in fx]
 
 
-def test_lmstream_auto_margin_covers_slow_polls():
-    """When the engine polls only every second (no-data batches in between), the policy admits a second early."""
+def test_lmstream_lookahead_covers_slow_polls():
+    """When the engine polls only every second, the policy admits a poll early: waiting would come too late."""
     p = build_admission("lmstream", slide=5.0, margin="auto", poll_interval=0.02, warmup_batches=0)
     p.on_batch_complete(BatchOutcome(rows=1000, admitted_at=0.0, completed_at=1.0, max_latency=1.0))
     pending = [_ds(0, 10.0, 1000)]  # estimate at time t: (t - 10) + 1.0
-    assert not p.admit(11.0, pending)
-    assert not p.admit(12.0, pending)
-    assert p.decision_gap() == pytest.approx(1.0)
-    assert p.admit(13.0, pending)  # 3.0 + 1.0 + 1.0 >= 5: the next poll would come too late
+    assert not p.admit(11.0, pending)  # first poll after the batch: gap prior Proc(0 rows) = 0 here
+    assert not p.admit(12.0, pending)  # the 1 s gap after the first poll is the no-data batch's
+    assert p.decision_gap() == pytest.approx(0.02)  # no ordinary gap seen yet
+    assert p.admit(13.0, pending)  # ordinary gaps are 1 s now: 3.0 + 1.0 + 1.0 >= 5, the next poll is too late
+    assert p.state()["gap"] == pytest.approx(1.0)
 
 
-def test_lmstream_fixed_margin_ignores_poll_gaps():
-    p = build_admission("lmstream", slide=5.0, margin=0.0, warmup_batches=0)
+def test_lmstream_paper_rule_ignores_poll_gaps():
+    p = build_admission("lmstream", slide=5.0, margin=0.0, warmup_batches=0, lookahead=False)
     p.on_batch_complete(BatchOutcome(rows=1000, admitted_at=0.0, completed_at=1.0, max_latency=1.0))
     pending = [_ds(0, 10.0, 1000)]
     assert not p.admit(11.0, pending) and not p.admit(12.0, pending) and not p.admit(13.0, pending)
@@ -171,3 +172,115 @@ def test_lmstream_batch_time_is_not_a_poll_gap():
     p.on_batch_complete(BatchOutcome(rows=1000, admitted_at=4.0, completed_at=5.0, max_latency=4.0))
     p.admit(5.0, [_ds(2, 4.5)])
     assert p.decision_gap() == pytest.approx(0.02)  # the 1 s batch was not taken for a slow poll
+
+
+def _learn(p, batches):
+    """Feed completed batches (rows, processing seconds) to a policy."""
+    t = 0.0
+    for rows, proc in batches:
+        p.on_batch_complete(BatchOutcome(rows=rows, admitted_at=t, completed_at=t + proc, max_latency=proc))
+        t += proc + 1.0
+
+
+def test_lmstream_regression_tracks_a_load_ramp_within_its_window():
+    """Proc = a + b * rows over the last `history` batches: after the cost per row doubled, the estimate follows
+    within one window, while the paper's cumulative AvgThPut still averages in the old cost."""
+    reg = build_admission("lmstream", slide=5.0, warmup_batches=0, history=8)
+    paper = build_admission("lmstream", slide=5.0, warmup_batches=0, estimator="avgthput", lookahead=False)
+    early = [(r, 0.3 + r / 10_000) for r in (1000, 3000, 2000, 4000, 1500, 2500, 3500, 1000)] * 3
+    late = [(r, 0.3 + r / 5_000) for r in (1000, 3000, 2000, 4000, 1500, 2500, 3500, 1000)]
+    _learn(reg, early + late)
+    _learn(paper, early + late)
+    a, b = reg.proc_model()
+    assert a == pytest.approx(0.3, abs=1e-6) and b == pytest.approx(1 / 5_000, rel=1e-6)
+    assert reg.estimate_proc(4000) == pytest.approx(1.1)
+    assert reg.estimate_proc(1000) == pytest.approx(0.5)
+    # Eq. 4 has no per-batch cost: a small batch's 0.3 s overhead is spread over all rows, and the old cost lingers
+    assert paper.estimate_proc(1000) < 0.3
+
+
+def test_lmstream_constant_batches_fall_back_to_a_proportional_fit():
+    p = build_admission("lmstream", slide=5.0, warmup_batches=0)
+    _learn(p, [(1000, 0.5), (1010, 0.52), (990, 0.49)])
+    a, b = p.proc_model()
+    assert a == 0.0 and b == pytest.approx((0.5 + 0.52 + 0.49) / 3000, rel=0.02)
+
+
+def test_lmstream_gap_prior_is_a_no_data_batch_from_the_start():
+    """Before any gap was seen, the first poll after a batch expects Proc(0 rows) until the next chance."""
+    p = build_admission("lmstream", slide=5.0, warmup_batches=0, margin=0.0)
+    _learn(p, [(r, 0.8 + r / 10_000) for r in (1000, 3000, 2000, 4000)])
+    assert p.decision_gap() == pytest.approx(0.8)
+    pending = [_ds(0, 10.0, 1000)]  # Proc(1000) = 0.9; the next chance is 0.8 s away, rate unknown (0)
+    assert p.admit(13.4, pending)  # 3.4 + 0.8 + 0.9 = 5.1 >= 5: waiting for the no-data batch would break it
+    q = build_admission("lmstream", slide=5.0, warmup_batches=0, margin=0.0, lookahead=False)
+    _learn(q, [(r, 0.8 + r / 10_000) for r in (1000, 3000, 2000, 4000)])
+    assert not q.admit(13.4, pending)  # the paper's rule waits, and the next poll comes 0.8 s later: 5.2 s
+
+
+def test_lmstream_never_grows_a_batch_the_next_one_cannot_follow():
+    """At 4000 rows/s with Proc = 1 + rows/4000, a 3 s batch takes 4 s: its successor needs >= 4 + 5 s > 5 s.
+    The policy admits while the next batch can still keep the bound, well before this batch's own estimate."""
+    p = build_admission("lmstream", slide=5.0, warmup_batches=0, margin=0.0)
+    _learn(p, [(r, 1.0 + r / 4000) for r in (2000, 6000, 4000, 8000)])
+    pending = [_ds(k, 10.0 + k, 4000) for k in range(2)]  # 8000 rows: Proc 3 s; own estimate 1 + 3 = 4 < 5
+    assert p.estimate_max_latency(11.0, pending) == pytest.approx(4.0)
+    assert p.admit(11.0, pending)
+    assert p.state()["est_next"] == pytest.approx(3.0 + 1.0 + 3.0)  # 3 s of arrivals at 4000 rows/s
+    assert p.state()["rate"] == pytest.approx(4000.0)
+
+
+def test_lmstream_margin_adapts_to_the_estimation_error():
+    """Under-estimates raise the margin (90th percentile of actual - estimated); good estimates bring it back."""
+    p = build_admission("lmstream", slide=5.0, warmup_batches=0, history=6)
+    _learn(p, [(r, 0.2 + r / 10_000) for r in (1000, 3000, 2000)])
+    assert p.margin() == 0.0
+    t, seq = 100.0, 0
+    for wrong in [True] * 6 + [False] * 6:
+        pending = [_ds(seq, t - 4.5, 2000)]
+        seq += 1
+        assert p.admit(t, pending)  # age 4.5 + gap Proc(0) 0.2 + Proc(2000 + a few) 0.4 >= 5 - margin
+        est = p.estimate_proc(2000)
+        proc = est * 2 if wrong else est
+        p.on_batch_complete(BatchOutcome(rows=2000, admitted_at=t, completed_at=t + proc, max_latency=4 + proc))
+        t += proc + 5.0
+        if wrong:
+            assert p.margin() > 0.1
+    assert p.margin() == pytest.approx(0.0, abs=0.02)
+
+
+def test_lmstream_rejects_an_unknown_estimator():
+    with pytest.raises(ConfigError, match="regression, avgthput"):
+        build_admission("lmstream", estimator="bogus")
+
+
+def test_lmstream_decisions_on_recorded_spark_traces_match_golden():
+    """Per-batch traces recorded from real Spark runs (scripts/record_admission_trace.py): lmstream's decisions
+    on them are pinned (regenerate with scripts/make_golden_admission.py when the policy changes on purpose)."""
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
+    from make_golden_admission import recorded_decisions
+
+    with open(os.path.join(os.path.dirname(GOLDEN), "admission_recorded.json")) as f:
+        golden = json.load(f)
+    decisions = recorded_decisions()
+    assert set(decisions) >= {"LR1S-6000-asap", "LR1S-6000-lmstream-old"}
+    assert decisions == golden
+
+
+def test_lmstream_margin_learns_the_underestimates_of_a_recorded_run():
+    """LR1S at 6000 rows/s under asap: the window state fills for 30 s, so every batch took longer than its rows
+    predicted; the margin grows to cover that, and the decisions admit no later than they would without it."""
+    from adaptstream.admission.replay import replay_recorded
+
+    with open(os.path.join(os.path.dirname(GOLDEN), "traces", "LR1S-6000-asap.json")) as f:
+        trace = json.load(f)
+    auto = build_admission("lmstream", slide=5.0)
+    fixed0 = build_admission("lmstream", slide=5.0, margin=0.0)
+    a, z = replay_recorded(auto, trace, after_gap=0.5), replay_recorded(fixed0, trace, after_gap=0.5)
+    under = [d["proc"] - d["est_proc"] for d in a if d["est_proc"] is not None]
+    assert sum(e > 0 for e in under) > len(under) / 2  # mostly under-estimated
+    assert auto.margin() > 0.2 and fixed0.margin() == 0.0
+    assert all(x["admit_delay"] <= y["admit_delay"] for x, y in zip(a, z, strict=True))
+    assert sum(d["admit_delay"] for d in a) < sum(d["admit_delay"] for d in z)

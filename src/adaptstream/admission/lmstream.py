@@ -1,23 +1,36 @@
-"""LMStream's latency-bounded dynamic batching (Algorithm 1 with Eq. 4-6 of the LMStream paper).
+"""LMStream's latency-bounded dynamic batching (Algorithm 1 with Eq. 2-6 of the LMStream paper).
 
-EstMaxLat_i = max buffering age of the pending datasets + pending rows / AvgThPut_{i-1}     (Eq. 6)
+EstMaxLat_i = max buffering age of the pending datasets + Proc(pending rows)                 (Eq. 6)
 AvgThPut_i  = all rows processed / all processing time so far                               (Eq. 4)
 Sliding window (SlideTime > 0): admit when EstMaxLat_i >= SlideTime                          (Eq. 2)
 Tumbling window (SlideTime = 0): admit when EstMaxLat_i >= mean of past MaxLat                (Eq. 3)
 
-Documented additions of ours; ``margin=0, warmup_batches=0`` gives the paper's rule exactly:
-* ``margin`` (seconds, or "auto"): admit when EstMaxLat + margin >= SlideTime. The paper's rule admits once the
-  estimate *reaches* the deadline, so any estimation error or poll delay pushes MaxLat over it; "auto" uses the
-  90th percentile of recent under-estimates of the processing time plus the 90th percentile of recent gaps
-  between polls (at least the poll interval): Spark runs no-data batches of stateful queries between polls,
-  which delays the next decision by up to a second or more.
-* Until a batch has completed there is no AvgThPut, so the policy admits at once (Spark runs batch 0 anyway).
-* ``warmup_batches`` (default 1): the first completed data batch pays Spark's code generation (seconds), so it is
-  left out of AvgThPut; with 0 the throughput is Eq. 4 exactly.
+The paper estimates Proc(rows) = rows / AvgThPut_{i-1}. Under load that estimate is wrong on Spark (see
+docs/lmstream.md, "Why lmstream missed the bound under load"), so by default (``estimator="regression"``,
+``lookahead=True``) four documented deviations apply; ``estimator="avgthput", lookahead=False, margin=0,
+warmup_batches=0`` is the paper's rule exactly.
 
-Bounded state: Eq. 4 is two running sums (rows, processing time) and the tumbling target (Eq. 3, the mean of *all*
-past MaxLat) a running sum and count, so both keep the paper's cumulative semantics in O(1) memory; the auto margin
-reads ring buffers of the last ``history`` batches and polls.
+* **Processing time tracks the load:** Proc(rows) = a + b * rows, least squares over the last ``history``
+  completed batches (the paper's online regression idea of Eq. 10, applied to the processing time). Eq. 4 is
+  cumulative over the whole run and has no per-batch cost, so it under-estimates big batches after small ones and
+  lags when the cost per row changes (window state filling up, other work on the machine).
+* **The next chance to admit:** a decision not to admit now is a decision to wait until the next poll. Spark
+  polls every ``poll_interval``, except that after each data batch of a stateful query it runs a *no-data batch*
+  (the watermark moved) before it polls again. The policy admits now when waiting until then would break the
+  target: EstMaxLat at the next poll = age + gap + Proc(rows + rate * gap), with the arrival rate of recent
+  datasets. The gap after the first poll following a batch has a prior from the start: a no-data batch is a batch
+  of zero rows, Proc(0) = a; observed gaps replace it.
+* **The time the next batch waits for this one:** the data arriving while this batch runs waits for it, so the
+  next batch cannot have a MaxLat below Proc(this batch) + Proc(rate * Proc(this batch)). The policy admits
+  once that lower bound reaches the target: it never grows a batch so far that the next one must miss.
+* **A margin that adapts to the estimation error** (``margin="auto"``): the 90th percentile of the last
+  ``history`` errors Proc_actual - Proc_estimated (both signs, floored at 0), so it shrinks again when estimates
+  are good. A number gives a fixed margin in seconds.
+
+Other additions: until a batch has completed there is nothing to estimate with, so the policy admits at once
+(Spark runs batch 0 anyway); the first ``warmup_batches`` completed batches pay Spark's code generation and are
+not learned from. Bounded state: Eq. 4 and the tumbling target (Eq. 3, the mean of *all* past MaxLat) are running
+sums; everything else lives in ring buffers of ``history`` entries.
 """
 
 from __future__ import annotations
@@ -33,14 +46,18 @@ from adaptstream.admission.base import AdmissionPolicy, BatchOutcome, PendingDat
 from adaptstream.errors import ConfigError
 from adaptstream.policy import finite_or_none
 
+ESTIMATORS = ("regression", "avgthput")
+
 
 @dataclass(frozen=True)
 class LMStreamConfig:
     slide: float = 10.0  # SlideTime in seconds; 0 means a tumbling window
     margin: float | str = "auto"
     poll_interval: float = 0.02  # how late the next decision can come (Spark's pollingDelay)
-    history: int = 20  # completed batches remembered for the auto margin
-    warmup_batches: int = 1  # first completed batches not used for AvgThPut (0 = the paper's Eq. 4 exactly)
+    history: int = 12  # completed batches (and poll gaps, datasets) remembered
+    warmup_batches: int = 1  # first completed batches not learned from (0 = the paper's Eq. 4 exactly)
+    estimator: str = "regression"  # Proc(rows): "regression" (a + b*rows, recent batches) or "avgthput" (Eq. 6)
+    lookahead: bool = True  # decide for the next poll and the next batch (False: the paper's rule)
 
     def build(self) -> LMStreamPolicy:
         if self.slide < 0:
@@ -49,13 +66,43 @@ class LMStreamConfig:
         if not (self.margin == "auto" or (isinstance(self.margin, int | float) and self.margin >= 0)):
             msg = f"lmstream margin must be 'auto' or a non-negative number of seconds, got {self.margin!r}"
             raise ConfigError(msg)
-        if self.history < 1 or self.warmup_batches < 0 or self.poll_interval < 0:
+        if self.history < 2 or self.warmup_batches < 0 or self.poll_interval < 0:
             msg = (
-                "lmstream needs history >= 1, warmup_batches >= 0 and poll_interval >= 0, got "
+                "lmstream needs history >= 2, warmup_batches >= 0 and poll_interval >= 0, got "
                 f"history={self.history}, warmup_batches={self.warmup_batches}, poll_interval={self.poll_interval}"
             )
             raise ConfigError(msg)
+        if self.estimator not in ESTIMATORS:
+            msg = f"lmstream estimator must be one of {', '.join(ESTIMATORS)}, got {self.estimator!r}"
+            raise ConfigError(msg)
         return LMStreamPolicy(self)
+
+
+def fit_proc(obs: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
+    """(a, b) of proc = a + b * rows by least squares, with a >= 0 and b >= 0; a proportional fit (a = 0) when
+    the batch sizes hardly differ (constant traffic) and the intercept cannot be told apart from the slope."""
+    if not obs:
+        return None
+    r = np.array([o[0] for o in obs], dtype=float)
+    p = np.array([o[1] for o in obs], dtype=float)
+    if r.sum() <= 0:
+        return float(p.mean()), 0.0
+    if len(r) >= 3 and r.std() >= 0.1 * r.mean():
+        b, a = np.polyfit(r, p, 1)
+        if a >= 0 and b >= 0:
+            return float(a), float(b)
+        if b < 0:
+            return float(p.mean()), 0.0
+    return 0.0, float((r * p).sum() / (r * r).sum())
+
+
+def p90(xs: Sequence[float]) -> float:
+    """The 90th percentile (numpy's linear rule) of a short list, without numpy's per-call cost."""
+    v = sorted(xs)
+    pos = 0.9 * (len(v) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
 
 
 class LMStreamPolicy(AdmissionPolicy):
@@ -63,15 +110,23 @@ class LMStreamPolicy(AdmissionPolicy):
 
     def __init__(self, config: LMStreamConfig) -> None:
         self.config = config
+        h = config.history
         self.rows_done = 0
         self.proc_time_done = 0.0
         self.batches_seen = 0
         self.max_lat_sum = 0.0  # Eq. 3 target: sum and count of every past MaxLat (O(1), not a list)
         self.max_lat_count = 0
-        self._proc_errors: deque[float] = deque(maxlen=config.history)
-        self._poll_gaps: deque[float] = deque(maxlen=config.history)
+        self._obs: deque[tuple[float, float]] = deque(maxlen=h)  # (rows, processing time) of recent batches
+        self._proc_errors: deque[float] = deque(maxlen=h)  # actual - estimated processing time
+        self._poll_gaps: deque[float] = deque(maxlen=h)  # gaps between ordinary polls
+        self._after_gaps: deque[float] = deque(maxlen=h)  # gap after the first poll that follows a batch
+        self._arrivals: deque[tuple[float, int]] = deque(maxlen=h)  # (arrival, rows) of recent datasets
+        self._last_seq = -1
         self._last_poll: float | None = None
+        self._polls_after_batch = 0
         self._last_est_proc: float | None = None
+        self._decision: dict[str, float] = {}  # what the last admission acted on (logged per batch)
+        self._model: tuple[float, float] | None = None  # fit of _obs, derived (not part of the snapshot)
 
     # -- learned quantities -------------------------------------------------------------------------------
     @property
@@ -88,61 +143,113 @@ class LMStreamPolicy(AdmissionPolicy):
             return self.config.slide
         return self.max_lat_sum / self.max_lat_count if self.max_lat_count else None
 
+    def proc_model(self) -> tuple[float, float] | None:
+        """(a, b) of the processing-time estimate a + b * rows; None before anything was learned."""
+        if self.config.estimator == "avgthput":
+            thput = self.avg_throughput
+            return None if thput is None else (0.0, 1.0 / thput)
+        if self._model is None and self._obs:
+            self._model = fit_proc(self._obs)  # refitted only when a batch completed
+        return self._model
+
+    def estimate_proc(self, rows: float) -> float | None:
+        model = self.proc_model()
+        return None if model is None else model[0] + model[1] * rows
+
     def margin(self) -> float:
         if self.config.margin != "auto":
             return float(self.config.margin)
-        under = [e for e in self._proc_errors if e > 0]
-        err = float(np.percentile(under, 90)) if under else 0.0
-        return err + self.decision_gap()
+        err = 0.0
+        if self._proc_errors:
+            err = max(p90(self._proc_errors), 0.0)
+        return err if self.config.lookahead else err + self.decision_gap()
 
     def decision_gap(self) -> float:
-        """How late the next chance to admit may come: the polling interval, or longer when the engine runs
-        no-data batches (watermark moves of stateful queries) between polls; 90th percentile of recent gaps."""
+        """How late the next chance to admit comes if the policy does not admit now: after the first poll that
+        follows a batch, Spark runs a no-data batch of a stateful query first (prior: Proc(0 rows) until seen);
+        otherwise the 90th percentile of recent gaps between polls, at least the poll interval."""
+        if self._polls_after_batch == 0 and self.config.lookahead:
+            if self._after_gaps:
+                return max(self.config.poll_interval, p90(self._after_gaps))
+            return max(self.config.poll_interval, self.estimate_proc(0) or 0.0)
         if not self._poll_gaps:
             return self.config.poll_interval
-        return max(self.config.poll_interval, float(np.percentile(list(self._poll_gaps), 90)))
+        return max(self.config.poll_interval, p90(self._poll_gaps))
+
+    def arrival_rate(self, pending: Sequence[PendingDataset]) -> float:
+        """Rows per second over the recent datasets (admitted and pending); 0 with fewer than two."""
+        seen = list(self._arrivals) + [(d.arrival, d.rows) for d in pending if d.seq > self._last_seq]
+        seen = seen[-self.config.history :]
+        if len(seen) < 2:
+            return 0.0
+        span = seen[-1][0] - seen[0][0]
+        return sum(r for _, r in seen[1:]) / span if span > 0 else 0.0
 
     # -- decisions ------------------------------------------------------------------------------------------
     def estimate_max_latency(self, now: float, pending: Sequence[PendingDataset]) -> float | None:
-        thput = self.avg_throughput
-        if not pending or thput is None:
+        """Eq. 6 with the processing-time estimate: oldest dataset's age + Proc(pending rows)."""
+        if not pending:
             return None
-        oldest = min(d.arrival for d in pending)
-        rows = sum(d.rows for d in pending)
-        return max(now - oldest, 0.0) + rows / thput
+        proc = self.estimate_proc(sum(d.rows for d in pending))
+        if proc is None:
+            return None
+        return max(now - min(d.arrival for d in pending), 0.0) + proc
 
     def admit(self, now: float, pending: Sequence[PendingDataset]) -> bool:
-        if self._last_poll is not None and self.config.margin == "auto" and self.batches_seen > 0:
-            self._poll_gaps.append(now - self._last_poll)  # start-up gaps (Spark's batch 0) are not counted
-        self._last_poll = now
-        if not pending:
-            return False
-        est = self.estimate_max_latency(now, pending)
-        target = self.target
-        if est is None or target is None:  # nothing learned yet: admit, as batch 0 would run anyway
-            admit, self._last_est_proc = True, None
+        if self._last_poll is not None and self.batches_seen > 0:  # start-up gaps (Spark's batch 0) not counted
+            gaps = self._after_gaps if self._polls_after_batch == 1 else self._poll_gaps
+            gaps.append(now - self._last_poll)
+        admitted = bool(pending) and self._decide(now, pending)
+        self._polls_after_batch += 1
+        self._last_poll = None if admitted else now  # after an admission the gap is the batch, not a delay
+        return admitted
+
+    def _decide(self, now: float, pending: Sequence[PendingDataset]) -> bool:
+        rows = sum(d.rows for d in pending)
+        target, proc = self.target, self.estimate_proc(rows)
+        if target is None or proc is None:  # nothing learned yet: admit, as batch 0 would run anyway
+            return self._admitted(pending, None, {})
+        age = max(now - min(d.arrival for d in pending), 0.0)
+        margin = self.margin()
+        decision = {"est_proc": proc, "margin": margin, "polls": float(self._polls_after_batch)}
+        if self.config.lookahead:
+            gap, rate = self.decision_gap(), self.arrival_rate(pending)
+            wait = age + gap + (self.estimate_proc(rows + rate * gap) or 0.0)  # EstMaxLat at the next chance
+            nxt = proc + (self.estimate_proc(rate * proc) or 0.0)  # the next batch's data waits for this one
+            decision.update(gap=gap, rate=rate, est_wait=wait, est_next=nxt)
+            admit = max(wait, nxt) + margin >= target
         else:
-            admit = est + self.margin() >= target
-            if admit:
-                self._last_est_proc = sum(d.rows for d in pending) / (self.avg_throughput or 1.0)
-        if admit:
-            self._last_poll = None  # the gap until the next poll is the batch itself, not a decision delay
-        return admit
+            admit = age + proc + margin >= target
+        return admit and self._admitted(pending, proc, decision)
+
+    def _admitted(self, pending: Sequence[PendingDataset], est_proc: float | None, decision: dict) -> bool:
+        self._last_est_proc = est_proc
+        self._decision = decision
+        self._arrivals.extend((d.arrival, d.rows) for d in pending if d.seq > self._last_seq)
+        self._last_seq = max(self._last_seq, max(d.seq for d in pending))
+        return True
 
     def on_batch_complete(self, outcome: BatchOutcome) -> None:
         self.batches_seen += 1
-        if self._last_est_proc is not None:
-            self._proc_errors.append(outcome.processing_time - self._last_est_proc)
-        self._last_est_proc = None
+        self._polls_after_batch = 0
         self.max_lat_sum += outcome.max_latency
         self.max_lat_count += 1
+        est, self._last_est_proc = self._last_est_proc, None
         if self.batches_seen <= self.config.warmup_batches:
             return  # the first batch pays Spark's code generation: not representative of throughput
+        if est is not None:
+            self._proc_errors.append(outcome.processing_time - est)
+        self._obs.append((float(outcome.rows), outcome.processing_time))
+        self._model = None
         self.rows_done += outcome.rows
         self.proc_time_done += outcome.processing_time
 
     def state(self) -> dict[str, float | int | None]:
-        return {"avg_thput": self.avg_throughput, "target": self.target, "margin": self.margin()}
+        model = self.proc_model()
+        out: dict[str, float | int | None] = {"avg_thput": self.avg_throughput, "target": self.target}
+        if model is not None:
+            out.update(proc_a=model[0], proc_b=model[1])
+        return {**out, "margin": self.margin(), **self._decision}
 
     def _state(self) -> dict[str, Any]:
         return {
@@ -151,20 +258,34 @@ class LMStreamPolicy(AdmissionPolicy):
             "batches_seen": self.batches_seen,
             "max_lat_sum": self.max_lat_sum,
             "max_lat_count": self.max_lat_count,
+            "obs": [list(o) for o in self._obs],
             "proc_errors": list(self._proc_errors),
             "poll_gaps": list(self._poll_gaps),
+            "after_gaps": list(self._after_gaps),
+            "arrivals": [list(a) for a in self._arrivals],
+            "last_seq": self._last_seq,
             "last_poll": finite_or_none(self._last_poll),
+            "polls_after_batch": self._polls_after_batch,
             "last_est_proc": finite_or_none(self._last_est_proc),
+            "decision": dict(self._decision),
         }
 
     def _load_state(self, state: Mapping[str, Any]) -> None:
+        h = self.config.history
         self.rows_done = int(state["rows_done"])
         self.proc_time_done = float(state["proc_time_done"])
         self.batches_seen = int(state["batches_seen"])
         self.max_lat_sum = float(state["max_lat_sum"])
         self.max_lat_count = int(state["max_lat_count"])
-        self._proc_errors = deque((float(x) for x in state["proc_errors"]), maxlen=self.config.history)
-        self._poll_gaps = deque((float(x) for x in state["poll_gaps"]), maxlen=self.config.history)
+        self._obs = deque(((float(r), float(p)) for r, p in state["obs"]), maxlen=h)
+        self._model = None
+        self._proc_errors = deque((float(x) for x in state["proc_errors"]), maxlen=h)
+        self._poll_gaps = deque((float(x) for x in state["poll_gaps"]), maxlen=h)
+        self._after_gaps = deque((float(x) for x in state["after_gaps"]), maxlen=h)
+        self._arrivals = deque(((float(t), int(r)) for t, r in state["arrivals"]), maxlen=h)
+        self._last_seq = int(state["last_seq"])
         lp, le = state["last_poll"], state["last_est_proc"]
         self._last_poll = None if lp is None else float(lp)
+        self._polls_after_batch = int(state["polls_after_batch"])
         self._last_est_proc = None if le is None else float(le)
+        self._decision = {k: float(v) for k, v in state["decision"].items()}

@@ -53,6 +53,10 @@ _KNOWN = {
     "nullvalue",
     "multiline",
     "readon",
+    "controller",
+    "controllerquery",
+    "windowperiod",
+    "watermarkdelay",
 }
 READ_ON = ("executors", "driver")
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024  # a backlog never becomes one unbounded batch (maxBytesPerTrigger)
@@ -172,6 +176,10 @@ class SourceOptions:
     null_value: str = ""
     multiline: bool = True
     read_on: str = "executors"  # executors | driver (rows parsed beside the driver and shipped in the partitions)
+    controller: str | None = None  # host:port of the application's scheduling controller (control/)
+    controller_query: str | None = None  # the name this query registers under (default: its state id)
+    window_period: float = 0.0  # the query's window slide: the SWM period Klink estimates (0: unknown)
+    watermark_delay: float = 0.0  # the query's watermark delay (withWatermark), for SWM deadlines
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -232,6 +240,10 @@ class SourceOptions:
             null_value=opts.get("nullvalue", ""),
             multiline=_bool(opts.get("multiline", "true"), "multiLine"),
             read_on=opts.get("readon", "executors").lower(),
+            controller=opts.get("controller") or None,
+            controller_query=opts.get("controllerquery") or None,
+            window_period=parse_duration(opts.get("windowperiod", "0")),
+            watermark_delay=parse_duration(opts.get("watermarkdelay", "0")),
         )
         o.validate()
         o.file_format_spec()  # checks the delimiter
@@ -244,6 +256,13 @@ class SourceOptions:
         return FileFormat(self.file_format, self.header, self.delimiter, self.null_value, self.multiline)
 
     def validate(self) -> None:
+        if self.controller:
+            from adaptstream.control.ipc import parse_address
+
+            parse_address(self.controller)
+        if self.window_period < 0 or self.watermark_delay < 0:
+            msg = "options windowPeriod and watermarkDelay must be >= 0 seconds"
+            raise ConfigError(msg)
         if self.read_on not in READ_ON:
             msg = f"unknown readOn {self.read_on!r}; valid choices: {', '.join(READ_ON)}"
             raise ConfigError(msg)

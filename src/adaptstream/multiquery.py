@@ -10,7 +10,9 @@ The scheduler: gating policies (``klink``, ``rr``, ``fcfs``, ``hr``, ``sbox``) r
 started here, whose address every source gets in its ``controller`` option; ``fair`` puts each query in its own
 FAIR pool (``spark.scheduler.mode=FAIR`` must be in the SparkSession's conf: :func:`spark_conf`); ``default``
 starts nothing: Spark as it is. With one workload there is nothing to arbitrate: the scheduler is not started.
-Queries start at random times in ``[0, start_spread]`` seconds (Klink Sec. 6.1.1: window deadlines spread).
+Queries start at random times in ``[0, start_spread]`` seconds (Klink Sec. 6.1.1: window deadlines spread), and
+never two at once: a query starts once the previous one's source process is up (it has seen input), because
+Spark gives a new Python source process only 10 s to connect back, which a loaded machine can miss.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import numpy as np
 
 from adaptstream.errors import AdaptstreamError
 from adaptstream.runner import RunResult, RunSpec, check_spec, run_workload
+
+START_WAIT = 120.0  # seconds a query waits for the previous one's source to come up before starting anyway
 
 
 @dataclass(frozen=True)
@@ -103,20 +107,32 @@ def run_multi(spark, ms: MultiSpec, run_dir: str,
     errors: list[BaseException] = []
     t0 = time.time()
 
+    alive = {n: threading.Event() for n in names}
+
     def one(name: str, spec: RunSpec) -> None:
         try:
-            if delays[name] > 0:  # the experiment's design: queries start at random times
-                time.sleep(delays[name])
+            k = names.index(name)
+            if k > 0:  # one source process starting at a time: Spark gives each 10 s to connect back
+                alive[names[k - 1]].wait(START_WAIT)
+            wait = t0 + delays[name] - time.time()
+            if wait > 0:  # the experiment's design: queries start at random times
+                time.sleep(wait)
             if pools:  # FAIR: one pool per query, captured from this thread's local property at query start
                 spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
             wl = WORKLOADS.get(spec.workload)
             extra = {"windowPeriod": str(wl.effective_slide_s), "watermarkDelay": str(wl.watermark_delay_s)}
             if controller is not None:
                 extra.update(controller=controller.address, controllerQuery=name)
-            progress = (lambda snap: on_progress(name, snap)) if on_progress else None
+            def progress(snap: dict) -> None:
+                if snap["arrived"] > 0 or snap["completed"] > 0:
+                    alive[name].set()
+                if on_progress is not None:
+                    on_progress(name, snap)
+
             results[name] = run_workload(spark, spec, os.path.join(run_dir, name), progress, fresh=True,
                                          extra_options=extra, query_name=f"{name}_{ms.scheduler}")
         except BaseException as e:  # reported by the caller's thread
+            alive[name].set()
             errors.append(e)
             for q in spark.streams.active:  # one failed query ends the run: stop the others
                 q.stop()

@@ -16,7 +16,7 @@ from adaptstream.scheduling import build_scheduler
 
 @pytest.fixture
 def controller():
-    ctl = Controller(build_scheduler("fcfs", slots=1)).start()
+    ctl = Controller(build_scheduler("fcfs", slots=1, cycle=1e-6)).start()
     try:
         yield ctl
     finally:
@@ -85,3 +85,17 @@ def test_bad_requests_get_an_error_reply_not_a_dead_server(controller):
 def test_bad_address_is_a_config_error():
     with pytest.raises(ConfigError, match="127.0.0.1:PORT"):
         ControllerClient("localhost", "q")
+
+
+def test_a_refused_source_waits_one_cycle_before_asking_again():
+    ctl = Controller(build_scheduler("fcfs", slots=1, cycle=60.0)).start()
+    try:
+        a = ControllerClient(ctl.address, "a", retry=0.0)
+        b = ControllerClient(ctl.address, "b", retry=0.0)
+        assert a.poll(True, 1) is True
+        assert b.poll(True, 1) is False
+        before = ctl.requests
+        assert not any(b.poll(True, 1) for _ in range(20))  # answered locally within the cycle
+        assert ctl.requests == before
+    finally:
+        ctl.stop()

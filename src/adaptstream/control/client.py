@@ -28,6 +28,7 @@ class ControllerClient:
         streams: dict[str, tuple[float, float]] | None = None,
         timeout: float = 0.5,
         retry: float = 2.0,
+        log_path: str | None = None,
     ) -> None:
         self.host, self.port = parse_address(address)
         self.query = query
@@ -43,6 +44,8 @@ class ControllerClient:
         self.done: dict[str, Any] | None = None
         self.wanted = False
         self.unscheduled_polls = 0
+        self._quiet_until = 0.0
+        self.log_path = log_path  # warnings also go here (the source's process logs where users rarely look)
 
     # -- connection --------------------------------------------------------------------------------------------
     def _connect(self) -> LineSocket | None:
@@ -147,6 +150,8 @@ class ControllerClient:
         """May the query cut a micro-batch now? True when granted, or when the controller is unreachable."""
         if not want and not self.wanted and not self.progress and self.done is None:
             return False  # nothing new to say: no round trip while idle
+        if want and self.done is None and time.monotonic() < self._quiet_until:
+            return False  # refused less than a scheduling cycle ago
         msg: dict[str, Any] = {
             "op": "poll",
             "query": self.query,
@@ -168,7 +173,10 @@ class ControllerClient:
         self.progress.clear()
         self.done = None
         self.wanted = want
-        return bool(reply.get("grant", want))
+        granted = bool(reply.get("grant", want))
+        if want and not granted:
+            self._quiet_until = time.monotonic() + float(reply.get("retry_in", 0.0))
+        return granted
 
     def close(self) -> None:
         if self._conn is not None:

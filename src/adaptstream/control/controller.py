@@ -156,7 +156,8 @@ class Controller:
             if msg["want"]:
                 self.grants += int(grant)
                 self.refusals += int(not grant)
-            return {"ok": True, "grant": grant}
+            # a refused source asks again after one scheduling cycle, not at every poll (Spark polls every 20 ms)
+            return {"ok": True, "grant": grant, "retry_in": 0.0 if grant else p.config.cycle}
         if op == "bye":
             p.unregister(str(msg["query"]))
             return {"ok": True}

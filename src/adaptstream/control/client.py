@@ -107,6 +107,19 @@ class ControllerClient:
         return reply
 
     def _call(self, msg: dict[str, Any]) -> dict[str, Any] | None:
+        fresh = self._conn is None
+        if self._connect() is None:
+            return None
+        try:
+            return self._call_raw(msg)
+        except (OSError, ValueError) as e:
+            if fresh:
+                self._fail(e)
+                return None
+        # an established connection broke (the controller restarted?): one immediate fresh try
+        if self._conn is not None:
+            self._conn.close()
+        self._conn = None
         if self._connect() is None:
             return None
         try:

@@ -29,17 +29,21 @@ class _Handler(socketserver.BaseRequestHandler):
     def handle(self) -> None:
         conn = LineSocket(self.request)
         ctl = self.server.controller
-        while not ctl.stopped:
-            try:
-                msg = conn.recv()
-            except (OSError, ValueError):
-                return
-            if msg is None:
-                return
-            try:
-                conn.send(ctl.handle(msg))
-            except OSError:
-                return
+        ctl._conns.add(conn)
+        try:
+            while not ctl.stopped:
+                try:
+                    msg = conn.recv()
+                except (OSError, ValueError):
+                    return
+                if msg is None or ctl.stopped:
+                    return
+                try:
+                    conn.send(ctl.handle(msg))
+                except OSError:
+                    return
+        finally:
+            ctl._conns.discard(conn)
 
 
 class _Server(socketserver.ThreadingTCPServer):
@@ -71,6 +75,7 @@ class Controller:
         self.refusals = 0
         self._server: _Server | None = None
         self._threads: list[threading.Thread] = []
+        self._conns: set[LineSocket] = set()
 
     @property
     def address(self) -> str:
@@ -99,6 +104,8 @@ class Controller:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        for conn in list(self._conns):  # sources see the connection close and fall back at once
+            conn.shutdown()
 
     def _sample(self) -> None:
         period = max(4 * self.policy.config.cycle, 0.25)

@@ -53,6 +53,11 @@ class LineSocket:
         line, self._buf = self._buf.split(b"\n", 1)
         return json.loads(line)
 
+    def shutdown(self) -> None:
+        """End the connection from this side now (a blocked ``recv`` on the other side returns)."""
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self.sock.close()

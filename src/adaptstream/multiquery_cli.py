@@ -13,6 +13,7 @@ def run_several(workloads: list[str], scheduler: str, start_spread: float, run_d
     """Check everything, start one SparkSession, run the workloads concurrently, summarise each."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from adaptstream import cli
     from adaptstream.cli import _fresh_dir, _print_table, console
     from adaptstream.metrics.output_latency import output_latency
     from adaptstream.metrics.plots import plot_timelines
@@ -32,8 +33,11 @@ def run_several(workloads: list[str], scheduler: str, start_spread: float, run_d
         msg = f"--input {input_dir!r} holds no data files (names starting with '.' or '_' are skipped): nothing to run"
         raise ConfigError(msg)
     log_file = os.path.join(_fresh_dir(run_dir), "spark.log")
-    with console.status(f"starting Spark ({master})..."):
-        spark = build_spark(master=master, log_file=log_file, conf=spark_conf(scheduler))
+    if spark_conf(scheduler):  # FAIR pools need the scheduler mode before the SparkContext starts
+        with console.status(f"starting Spark ({master})..."):
+            spark = build_spark(master=master, log_file=log_file, conf=spark_conf(scheduler))
+    else:
+        spark = cli._spark(master, log_file)
     total = len(input_files(input_dir)) if input_dir else round(spec_fields.get("duration", 60.0))
     with Progress(TextColumn("[bold]{task.fields[label]}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console) as prog:

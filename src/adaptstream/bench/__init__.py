@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import typer
 
+from adaptstream.bench.klink import klink_command
 from adaptstream.bench.lmstream import lmstream_command
 from adaptstream.bench.source import source_command
 
 app = typer.Typer(no_args_is_help=True, help="Benchmarks that compare our policies with Spark's own behaviour.")
 app.command("lmstream")(lmstream_command)
 app.command("source")(source_command)
+app.command("klink")(klink_command)

@@ -26,6 +26,7 @@ from adaptstream.connectors.traffic import TRAFFIC
 from adaptstream.errors import AdaptstreamError, ConfigError
 from adaptstream.partitioning import PARTITIONERS
 from adaptstream.registry import Registry
+from adaptstream.scheduling import SCHEDULERS
 from adaptstream.workloads import WORKLOADS
 
 DEBUG_ENV = "ADAPTSTREAM_DEBUG"
@@ -56,7 +57,22 @@ def choice(registry: Registry[Any], help: str) -> Any:
     return typer.Option(help=help, metavar="[" + "|".join(registry.names()) + "]", callback=check)
 
 
+def choices(registry: Registry[Any], help: str) -> Any:
+    """Like :func:`choice` for an option given several times (a list)."""
+    single = choice(registry, help)
+
+    def check(values: list[str] | None) -> list[str] | None:
+        return None if values is None else [single.callback(v) for v in values]
+
+    return typer.Option(help=help, metavar=single.metavar, callback=check)
+
+
 WorkloadOpt = Annotated[str, choice(WORKLOADS, "LMStream Table III query")]
+WorkloadsOpt = Annotated[list[str] | None, choices(WORKLOADS, "workload to run; give it several times to run "
+                                                    "several queries concurrently in one Spark application "
+                                                    "[default: LR1S]")]
+SchedulerOpt = Annotated[str, choice(SCHEDULERS, "multi-query scheduler (with several --workload; a no-op "
+                                                 "with one)")]
 AdmissionOpt = Annotated[str, choice(ADMISSION, "when a micro-batch is cut")]
 TrafficOpt = Annotated[str, choice(TRAFFIC, "input rate pattern of the generator")]
 PartitionerOpt = Annotated[str, choice(PARTITIONERS, "how rows are split into Spark input partitions")]
@@ -158,7 +174,7 @@ def _print_table(results) -> None:
 
 @app.command()
 def run(
-    workload: WorkloadOpt = "LR1S",
+    workload: WorkloadsOpt = None,
     admission: AdmissionOpt = "lmstream",
     traffic: TrafficOpt = "constant",
     rate: RateOpt = 1000,
@@ -176,15 +192,30 @@ def run(
     master: MasterOpt = "local[2]",
     partitioner: PartitionerOpt = "time",
     num_blocks: Annotated[int, typer.Option(min=1, metavar="N", help="Spark input partitions per micro-batch")] = 2,
+    scheduler: SchedulerOpt = "default",
+    start_spread: Annotated[float, typer.Option(min=0.0, metavar="SECONDS",
+                                                help="several workloads: each starts at a random time in "
+                                                     "[0, SECONDS]")] = 0.0,
 ) -> None:
-    """Run one workload under one admission policy and summarise it."""
+    """Run one workload (or several, concurrently, under a multi-query scheduler) and summarise it."""
     from adaptstream.metrics.plots import plot_timelines
     from adaptstream.runner import RunSpec, check_spec, input_files, is_redis_url
 
+    workloads = workload or ["LR1S"]
+    if len(workloads) > 1:
+        from adaptstream.multiquery_cli import run_several
+
+        run_several(workloads, scheduler, start_spread, run_dir, master, admission=admission, traffic=traffic,
+                    rate=rate, duration=duration, trigger=trigger, seed=seed, input=input, drain=drain,
+                    partitioner=partitioner, num_blocks=num_blocks)
+        return
+    name = workloads[0]
+    if scheduler != "default":
+        console.print(f"one workload: --scheduler {scheduler} has nothing to arbitrate (no-op)", style="yellow")
     if input and not drain:
         drain = True
         console.print("--input implies --drain: the run stops once the input is exhausted", style="yellow")
-    spec = RunSpec(workload=workload, admission=admission, traffic=traffic, rate=rate, duration=duration,
+    spec = RunSpec(workload=name, admission=admission, traffic=traffic, rate=rate, duration=duration,
                    trigger=trigger, seed=seed, input_dir=input, drain=drain, partitioner=partitioner,
                    num_blocks=num_blocks)
     run_dir = run_dir or os.path.join("runs", f"{spec.label()}-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -197,7 +228,7 @@ def run(
     spark = _spark(master, log_file)
     result = _run_with_progress(spark, spec, run_dir, log_file)
     plot_timelines({admission: result.metrics_dir}, os.path.join(run_dir, "timeline.png"),
-                   f"{workload} under {admission}", result.slide or None)
+                   f"{name} under {admission}", result.slide or None)
     _print_table([result])
     console.print(f"run directory: [bold]{run_dir}[/] (metrics/, results/, timeline.png, summary.json, spark.log)")
 

@@ -198,8 +198,12 @@ def _machine() -> dict:
 
 
 def run_workload(spark, spec: RunSpec, run_dir: str, on_progress: Callable[[dict], None] | None = None,
-                 fresh: bool = True) -> RunResult:
-    """Start the query, wait until the input is done and every dataset's batch completed, stop, summarise."""
+                 fresh: bool = True, extra_options: dict[str, str] | None = None,
+                 query_name: str | None = None) -> RunResult:
+    """Start the query, wait until the input is done and every dataset's batch completed, stop, summarise.
+
+    ``extra_options`` are added to the source's options (the multi-query runner passes the controller's);
+    ``query_name`` replaces the default ``<workload>_<admission>`` (active queries need distinct names)."""
     from adaptstream.metrics.summary import summarize
     from adaptstream.workloads import GENERATORS, WORKLOADS
 
@@ -219,7 +223,7 @@ def run_workload(spark, spec: RunSpec, run_dir: str, on_progress: Callable[[dict
     if spec.drain:
         _write_sentinel(workload, generator, run_dir, spec)
     reader = spark.readStream.format("adaptstream").schema(generator.spark_schema_ddl)
-    for k, v in source_options(spec, workload, run_dir).items():
+    for k, v in {**source_options(spec, workload, run_dir), **(extra_options or {})}.items():
         reader = reader.option(k, v)
     out = workload.stream_query(reader.load())
     results = os.path.join(run_dir, "results")
@@ -230,7 +234,7 @@ def run_workload(spark, spec: RunSpec, run_dir: str, on_progress: Callable[[dict
     t0 = time.time()
     query = (out.writeStream.outputMode("append").foreachBatch(sink)
              .option("checkpointLocation", os.path.join(run_dir, "checkpoint"))
-             .queryName(spec.label().replace("-", "_")).start())
+             .queryName((query_name or spec.label()).replace("-", "_")).start())
     metrics_dir = os.path.join(run_dir, "metrics")
     try:
         unfinished = _wait_until_done(query, spec, metrics_dir, on_progress)

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import pytest
@@ -22,6 +22,7 @@ from adaptstream.errors import ConfigError, UnknownNameError
 from adaptstream.partitioning import PARTITIONERS, build_partitioner
 from adaptstream.policy import ManualClock, Policy, PolicyStateError, PolicyStateFile
 from adaptstream.registry import Registry
+from adaptstream.scheduling import SCHEDULERS, build_scheduler
 
 
 class Driver(Protocol):
@@ -104,6 +105,55 @@ class PartitionerDriver:
         policy.on_window_boundary()
 
 
+class SchedulerDriver:
+    """The controller's side: two queries (one reading two joined streams) get datasets with random network delays,
+    poll for grants at random, and report granted batches complete a little later."""
+
+    STREAMS: ClassVar[dict] = {"q1": {"main": (1.0, 0.5)}, "q2": {"a": (1.2, 0.3), "b": (1.2, 0.3)}}
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.clock = ManualClock(1_700_000_000.0)
+        self.origin = self.clock.now
+        self.seq = {"q1": 0, "q2": 0}
+        self.pending = {"q1": 0, "q2": 0}
+        self.running: dict[str, int] = {}
+        self.registered = False
+
+    def step(self, policy: Any) -> Any:
+        rng = self.rng
+        if not self.registered:  # the engine registers once; a restarted policy learns it from its snapshot
+            for q, streams in self.STREAMS.items():
+                policy.register(q, streams, now=self.clock.now)
+            self.registered = True
+        now = self.clock.advance(float(rng.choice([0.05, 0.2, 0.5, 1.0])))
+        for q, streams in self.STREAMS.items():
+            if rng.random() < 0.7:
+                for s in streams:
+                    d = float(rng.uniform(0.0, 0.8))
+                    policy.progress(q, s, self.seq[q], now, now - d, self.origin, 3, 3 * d, 3 * d * d + 0.01)
+                self.seq[q] += 1
+                self.pending[q] += int(rng.integers(1, 1000))
+        for q in list(self.running):
+            if rng.random() < 0.5:
+                end = self.running.pop(q)
+                policy.complete(q, now, end, int(rng.integers(1, 3000)), float(rng.uniform(0.1, 2.0)))
+        policy.memory(now, float(rng.uniform(0.3, 0.95)))
+        q = str(rng.choice(["q1", "q2"]))
+        if q in self.running:  # Spark asks a source for offsets only between its micro-batches
+            return q, None, tuple(policy.current_order())
+        want = self.pending[q] > 0 and rng.random() < 0.9
+        granted = policy.poll(q, now, want, self.pending[q], now - 1.0)
+        if granted and policy.gates:
+            self.running[q] = self.seq[q]
+        if granted:
+            self.pending[q] = 0
+        return q, granted, tuple(policy.current_order())
+
+    def settle(self, policy: Any) -> None:
+        pass  # per-stream history is a ring of h epochs; nothing else grows
+
+
 @dataclass(frozen=True)
 class Family:
     name: str
@@ -115,6 +165,7 @@ class Family:
 FAMILIES = [
     Family("admission", ADMISSION, build_admission, AdmissionDriver),
     Family("partitioner", PARTITIONERS, build_partitioner, PartitionerDriver),
+    Family("scheduler", SCHEDULERS, build_scheduler, SchedulerDriver),
 ]
 
 #: every registered policy with its defaults, and the non-default settings whose state differs in kind
@@ -124,6 +175,7 @@ CASES = [(f, name, {}) for f in FAMILIES for name in f.registry.names()] + [
     (FAMILIES[1], "am", {"window": "explicit"}),  # exact cardinality tables span batches
     (FAMILIES[1], "lm-hll", {"window": "explicit"}),  # HLL sketches span batches
     (FAMILIES[1], "cam", {"window": "explicit", "choices": 5}),
+    (FAMILIES[2], "klink", {"variance": "mean", "slots": 2}),
 ]
 RESTART_POINTS = [1, 37, 150, 211]
 IDS = [f"{f.name}:{n}" + "".join(f",{k}={v}" for k, v in p.items()) for f, n, p in CASES]
@@ -204,7 +256,7 @@ def test_restart_without_the_snapshot_would_be_noticed(family, name, params):
     whose statistics live for one batch, and `fixed`, whose only state is the next grid point, which a fresh
     instance recomputes unless a batch overran it (covered in test_admission)."""
     online = {"am", "cm", "cam", "lm", "pk2", "pk5", "am-hll", "cm-hll", "cam-hll", "lm-hll"}
-    stateless = {"asap", "fixed", "hash", "time"} | (online if not params else set())
+    stateless = {"asap", "fixed", "hash", "time", "default", "fair"} | (online if not params else set())
     reference = _uninterrupted(family, name, params, seed=11, steps=300)
     differs = any(
         _run(family, name, params, seed=11, steps=300, restart_at=at, restore=False) != reference

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from adaptstream.bench.klink import klink_command
 from adaptstream.bench.lmstream import lmstream_command
 from adaptstream.bench.redis import redis_command
 from adaptstream.bench.lmstream_load import lmstream_load_command
@@ -14,3 +15,4 @@ app.command("lmstream")(lmstream_command)
 app.command("lmstream-load")(lmstream_load_command)
 app.command("source")(source_command)
 app.command("redis")(redis_command)
+app.command("klink")(klink_command)

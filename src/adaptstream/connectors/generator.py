@@ -10,6 +10,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 
@@ -95,6 +96,7 @@ class GeneratorConnector(FilesConnector):
             stable_seconds=0,
         )  # the writer renames complete files into place: no wait needed
         self._thread: threading.Thread | None = None
+        self.generator: Any = None  # the dataset generator, set by the source (event-time progress per dataset)
 
     def start(self) -> None:
         """Generated traffic begins once Spark finished its start-up batch, so engine warm-up is not buffering."""

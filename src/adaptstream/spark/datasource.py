@@ -89,7 +89,9 @@ def build_connector(opts: SourceOptions, manifest: Manifest, on_changed=None, st
     )
     # A restarted query finds earlier datasets on disk: bring the simulation to where they left it.
     gen.fast_forward(traffic.rows_at(k) for k in range(writer.next_second))
-    return GeneratorConnector(manifest, writer, opts.drain, opts.sentinel_path)
+    conn = GeneratorConnector(manifest, writer, opts.drain, opts.sentinel_path)
+    conn.generator = gen  # event-time progress of each dataset, for the scheduling controller
+    return conn
 
 
 def generator_for(opts: SourceOptions):
@@ -155,7 +157,39 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self._admissions: dict[int, tuple[float, float | None]] = {}
         self._target: int | None = None  # Trigger.AvailableNow: the last offset to deliver
         self._polls = 0
+        self.sched = self._controller_client()
         self._started = True
+
+    def _controller_client(self):
+        """The application's scheduling controller (control/), when the ``controller`` option names one."""
+        if not self.opts.controller:
+            return None
+        from adaptstream.control.client import ControllerClient
+
+        name = self.opts.controller_query or self._query_id or os.path.basename(self.state_dir.rstrip("/"))
+        streams = {"main": (self.opts.window_period, self.opts.watermark_delay)} if self.opts.window_period else {}
+        log_path = os.path.join(self.opts.metrics_path or self.state_dir, "controller.log")
+        return ControllerClient(self.opts.controller, name, streams, log_path=log_path)
+
+    def _event_progress(self, ref: DatasetRef) -> None:
+        """Report a new dataset's event-time progress (its newest event's generation time and the network delays
+        of its events) to the controller. Known for generated input only: dataset ``k`` holds event second ``k``,
+        or, for generators with network delays, what ``event_stats(k)`` says; plain files carry none."""
+        gen = getattr(self.connector, "generator", None)
+        writer = getattr(self.connector, "writer", None)
+        if self.sched is None or not self.opts.window_period or gen is None or writer is None or ref.sentinel:
+            return
+        try:
+            k = int(os.path.basename(ref.path).split(".")[0])
+        except ValueError:
+            return
+        origin = writer.start
+        stats = gen.event_stats(k) if hasattr(gen, "event_stats") else None
+        if stats is None:
+            self.sched.report_progress("main", ref.seq, ref.arrival, origin + k, origin)
+        else:
+            newest, n, total, squares = stats
+            self.sched.report_progress("main", ref.seq, ref.arrival, origin + newest, origin, n, total, squares)
 
     def _check_offset(self, offset: dict | None) -> None:
         if offset is not None and self.redis is not None and "ids" in offset:
@@ -277,6 +311,8 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         upto = self._target if self._target is not None else len(self.manifest)
         refs = self._capped(self.manifest.items[s:upto], limit)
         if not refs:
+            if self.sched is not None:
+                self.sched.poll(False)
             return start
         pending = [PendingDataset(r.seq, r.arrival, self._rows(r), r.bytes) for r in refs]
         policy = self.accounts.policy
@@ -284,7 +320,14 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         if self._target is None and not self._enough_rows(pending, limit):
             return start
         if self._target is None and not policy.admit(now, pending):
+            if self.sched is not None:
+                self.sched.poll(False)
             return start
+        # the controller gates admission across the application's queries (an unreachable one grants)
+        if self._target is None and self.sched is not None:
+            oldest = min(r.arrival for r in refs)
+            if not self.sched.poll(True, sum(d.rows for d in pending), oldest):
+                return start
         end = s + len(refs)
         self._admissions[end] = (now, est)
         if self.planner is not None:
@@ -293,6 +336,8 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
 
     def _poll_connector(self) -> None:
         new = self.connector.poll()
+        for ref in new:
+            self._event_progress(ref)
         if self.planner is not None:
             for ref in new:
                 self.planner.parse(ref)  # parse on arrival: keys counted while buffering, little work at the cut
@@ -377,12 +422,18 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
 
     def _complete(self, end: int, now: float) -> None:
         """Account the batch ending at ``end`` if it is the one in flight, then snapshot the policies."""
-        if self.accounts.complete(end, now) is not None:
+        rows_before = self.accounts._rows_done  # rows of completed batches so far (the accountant's tally)
+        planned = self.accounts.complete(end, now)
+        if planned is not None:
             self.policy_state.save(end, **self._policies())
+            if self.sched is not None:
+                self.sched.report_done(end, self.accounts._rows_done - rows_before, now - planned.admitted_at)
 
     def stop(self) -> None:
         if self._started:
             self.connector.stop()
+            if self.sched is not None:
+                self.sched.close()
             self.lock.release()
 
 

@@ -61,6 +61,10 @@ _KNOWN = {
     "startingposition",
     "redistimeout",
     "trim",
+    "controller",
+    "controllerquery",
+    "windowperiod",
+    "watermarkdelay",
 }
 READ_ON = ("executors", "driver")
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024  # a backlog never becomes one unbounded batch (maxBytesPerTrigger)
@@ -188,6 +192,10 @@ class SourceOptions:
     starting_position: str = "earliest"  # earliest | latest, fixed when the query first starts
     redis_timeout: float = 30.0  # how long the query waits for an unreachable server before it fails
     trim: bool = False  # XTRIM MINID the entries Spark has committed
+    controller: str | None = None  # host:port of the application's scheduling controller (control/)
+    controller_query: str | None = None  # the name this query registers under (default: its state id)
+    window_period: float = 0.0  # the query's window slide: the SWM period Klink estimates (0: unknown)
+    watermark_delay: float = 0.0  # the query's watermark delay (withWatermark), for SWM deadlines
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -258,6 +266,10 @@ class SourceOptions:
             starting_position=opts.get("startingposition", "earliest").lower(),
             redis_timeout=parse_duration(opts.get("redistimeout", "30")),
             trim=_bool(opts.get("trim", "false"), "trim"),
+            controller=opts.get("controller") or None,
+            controller_query=opts.get("controllerquery") or None,
+            window_period=parse_duration(opts.get("windowperiod", "0")),
+            watermark_delay=parse_duration(opts.get("watermarkdelay", "0")),
         )
         o.validate()
         o.file_format_spec()  # checks the delimiter
@@ -270,6 +282,13 @@ class SourceOptions:
         return FileFormat(self.file_format, self.header, self.delimiter, self.null_value, self.multiline)
 
     def validate(self) -> None:
+        if self.controller:
+            from adaptstream.control.ipc import parse_address
+
+            parse_address(self.controller)
+        if self.window_period < 0 or self.watermark_delay < 0:
+            msg = "options windowPeriod and watermarkDelay must be >= 0 seconds"
+            raise ConfigError(msg)
         if self.read_on not in READ_ON:
             msg = f"unknown readOn {self.read_on!r}; valid choices: {', '.join(READ_ON)}"
             raise ConfigError(msg)

@@ -1,0 +1,197 @@
+"""``adaptstream bench klink``: Klink and the baselines of its Sec. 6.1.3 on N concurrent YSB queries.
+
+One invocation, one SparkSession (``spark.scheduler.mode=FAIR``: queries without a pool share the default pool,
+FIFO within it, i.e. Spark's default; ``fair`` gives each query its own pool). For every N in ``--queries`` and
+every policy: N YSB queries (alternately uniform and Zipf network delays) at ``--rate`` rows/s each for
+``--duration`` s, each starting at a random time in ``[0, --start-spread]`` s, drained to the end, through
+:func:`adaptstream.multiquery.run_multi`, the path ``adaptstream run --workload ... --scheduler`` takes. Policies
+run in a rotated order per N so none always runs first. Figures: output latency per window (Klink Sec. 6.1.2,
+metrics/output_latency.py), mean and p99 per policy and N (Fig. 6a) and its CDF at the largest N (Fig. 6b); the
+controller's CPU per scheduling decision and the throughput at the smallest N (Fig. 9d's overhead); SWM estimate
+accuracy (Fig. 9c) from the controller during the runs and from a pure-Python replay of the YSB generator's
+progress indicators over ``--replay-seconds`` of event time (labelled as a replay). Writes klink.md, klink.json,
+klink-latency.png, klink-cdf.png to ``--out`` (default runs/bench-klink-<time>/; ``--update-docs``: docs/results/).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+
+POLICIES = ("default", "fair", "rr", "fcfs", "hr", "sbox", "klink")
+
+
+def one_run(spark, policy: str, n: int, duration: float, rate: int, spread: float, seed: int, work: Path) -> dict:
+    from adaptstream.metrics.output_latency import summarize, window_latencies
+    from adaptstream.multiquery import MultiSpec, run_multi
+    from adaptstream.runner import RunSpec
+
+    specs = tuple(
+        RunSpec(
+            workload="YSB" if i % 2 == 0 else "YSBZ",
+            admission="asap",
+            rate=rate,
+            duration=duration,
+            seed=seed + i,
+            drain=True,
+            finish_timeout=300,
+        )
+        for i in range(n)
+    )
+    run_dir = work / f"{policy}-{n}"
+    load_before = os.getloadavg()
+    res = run_multi(spark, MultiSpec(specs, scheduler=policy, start_spread=spread, seed=seed), str(run_dir))
+    lat: list[float] = []
+    rows = 0
+    first, last = float("inf"), 0.0
+    for name in res.names:
+        lat += window_latencies(os.path.join(res.run_dir, name))
+        r = res.results[name]
+        rows += r.summary.rows
+        b = _batches(r.metrics_dir)
+        if b:
+            first = min(first, min(x["admitted_at"] for x in b))
+            last = max(last, max(x["completed_at"] for x in b))
+    ctl = res.controller or {}
+    out = {
+        "policy": policy,
+        "queries": n,
+        **summarize(lat),
+        "latencies": sorted(lat),
+        "unfinished": sum(r.unfinished for r in res.results.values()),
+        "wall_s": res.wall_seconds,
+        "rows": rows,
+        "rows_per_s": rows / (last - first) if last > first else None,
+        "controller": ctl,
+        "load_before": load_before,
+        "load_after": os.getloadavg(),
+    }
+    decisions = ctl.get("decisions") or 0
+    out["cpu_ms_per_decision"] = 1000 * ctl["cpu_seconds"] / decisions if decisions else None
+    out["cpu_ms_per_request"] = 1000 * ctl["cpu_seconds"] / ctl["requests"] if ctl.get("requests") else None
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return out
+
+
+def _batches(metrics_dir: str) -> list[dict]:
+    path = os.path.join(metrics_dir, "batches.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def swm_replay(seconds: int, seed: int = 0) -> dict:
+    """SWM estimate accuracy on the YSB generator's progress indicators (no Spark: a replay of what the source
+    reports; each dataset arrives at the end of its second)."""
+    from adaptstream.scheduling.swm import SwmEstimator
+    from adaptstream.workloads import build_generator
+
+    out: dict = {}
+    for gen_name in ("ysb", "ysb_zipf"):
+        for label, conf, var in (
+            ("klink-95", 0.95, "delay"),
+            ("klink-90", 0.90, "delay"),
+            ("eq6-literal-95", 0.95, "mean"),
+        ):
+            gen = build_generator(gen_name, seed=seed)
+            est = SwmEstimator(period=10.0, lateness=2.0, history=400, confidence=conf, variance=var)
+            rng = np.random.default_rng(seed)
+            for k in range(seconds):
+                gen.generate(k, 200)
+                newest = gen.event_stats(k)[0]
+                arrival = k + 1 + float(rng.uniform(0.0, 0.05))  # the writer's own lateness
+                est.observe(k, arrival, newest, 0.0)
+            out[f"{gen_name}/{label}"] = {
+                "hits": est.hits,
+                "checked": est.checked,
+                "accuracy": est.hits / est.checked if est.checked else None,
+            }
+    return out
+
+
+def klink_command(
+    out: Annotated[
+        str | None, typer.Option(metavar="DIR", help="where klink.md/json/png go [default: runs/bench-klink-<time>]")
+    ] = None,
+    update_docs: Annotated[
+        bool, typer.Option("--update-docs", help="write the committed report in docs/results")
+    ] = False,
+    queries: Annotated[str, typer.Option(help="numbers of concurrent queries, e.g. '2,4'")] = "2,4",
+    policies: Annotated[str, typer.Option(help="comma-separated policies")] = ",".join(POLICIES),
+    duration: Annotated[float, typer.Option(min=5.0, help="seconds of generated input per query")] = 40.0,
+    rate: Annotated[int, typer.Option(min=1, help="rows per second per query")] = 400,
+    start_spread: Annotated[float, typer.Option(min=0.0, help="random start in [0, S] s (paper: 20)")] = 5.0,
+    replay_seconds: Annotated[int, typer.Option(min=100, help="event seconds in the SWM accuracy replay")] = 4000,
+    seed: Annotated[int, typer.Option(min=0)] = 0,
+) -> None:
+    """Output latency of N concurrent YSB queries under every scheduler (Klink Fig. 6a/6b, 9c/9d shapes)."""
+    from adaptstream.bench.klink_report import write_report
+    from adaptstream.bench.source import _git
+    from adaptstream.outdirs import report_dir
+    from adaptstream.scheduling import SCHEDULERS
+    from adaptstream.spark.session import build_spark
+
+    pols = [p.strip() for p in policies.split(",") if p.strip()]
+    for p in pols:
+        SCHEDULERS.get(p)
+    ns = sorted({int(x) for x in queries.split(",") if x.strip()})
+    if not ns or min(ns) < 1:
+        msg = f"--queries must list numbers >= 1, got {queries!r}"
+        raise typer.BadParameter(msg)
+    target = report_dir("bench-klink", out, update_docs)
+    target.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="adaptstream-bench-klink-"))
+    meta = {
+        "command": " ".join(["adaptstream", "bench", "klink", *sys.argv[3:]]),
+        "git": _git(),
+        "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
+        "load_before": os.getloadavg(),
+        "started": time.time(),
+        "duration_s": duration,
+        "rate": rate,
+        "start_spread_s": start_spread,
+        "queries": ns,
+        "policies": pols,
+        "seed": seed,
+    }
+    typer.echo("bench klink: SWM estimate replay (pure Python)")
+    swm = swm_replay(replay_seconds, seed)
+    spark = build_spark(
+        app_name="bench-klink", log_file=str(target / "spark.log"), conf={"spark.scheduler.mode": "FAIR"}
+    )
+    runs: list[dict] = []
+    try:
+        typer.echo("bench klink: warm-up (1 query, not recorded)")
+        one_run(spark, "default", 1, 8.0, rate, 0.0, seed + 999, work)
+        for i, n in enumerate(ns):
+            order = pols[i % len(pols) :] + pols[: i % len(pols)]
+            for p in order:
+                t0 = time.time()
+                r = one_run(spark, p, n, duration, rate, start_spread, seed, work)
+                runs.append(r)
+                typer.echo(
+                    f"  N={n} {p:8s} windows {r['windows']:3d} mean {_fmt(r['mean_s'])} p99 "
+                    f"{_fmt(r['p99_s'])} ({time.time() - t0:.0f} s, load {r['load_after'][0]:.1f})"
+                )
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    meta.update(load_after=os.getloadavg(), finished=time.time())
+    result = {"meta": meta, "runs": runs, "swm_replay": swm}
+    write_report(result, target)
+    typer.echo(f"report: {target / 'klink.md'}")
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}s"

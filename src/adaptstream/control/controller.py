@@ -1,0 +1,206 @@
+"""One controller per Spark application, on the driver: runs the scheduling policy for every query.
+
+Started with the SparkSession (``Controller(policy).start()``); its address (``127.0.0.1:PORT``) goes to each
+source in the ``controller`` option. A server thread per connection answers requests under one lock, so the
+policy itself stays single-threaded pure Python. A sampler thread reports the driver JVM's heap use to the
+policy (Klink's memory mode) when a Spark session is given. Stopping (or crashing) the controller never blocks a
+query: sources time out within their short timeout and carry on unscheduled until it is back.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import socketserver
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from adaptstream.control.ipc import LineSocket
+from adaptstream.scheduling.base import SchedulerPolicy
+
+log = logging.getLogger(__name__)
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    server: _Server
+
+    def handle(self) -> None:
+        conn = LineSocket(self.request)
+        ctl = self.server.controller
+        ctl._conns.add(conn)
+        try:
+            while not ctl.stopped:
+                try:
+                    msg = conn.recv()
+                except (OSError, ValueError):
+                    return
+                if msg is None or ctl.stopped:
+                    return
+                try:
+                    conn.send(ctl.handle(msg))
+                except OSError:
+                    return
+        finally:
+            ctl._conns.discard(conn)
+
+
+class _Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    controller: Controller
+
+
+class Controller:
+    """Serves ``register``, ``poll`` (with piggy-backed progress and completion reports), ``bye`` and ``stats``."""
+
+    def __init__(
+        self,
+        policy: SchedulerPolicy,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        memory: Callable[[], float | None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.policy = policy
+        self.host, self.port = host, port
+        self.memory = memory
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.stopped = False
+        self.cpu_seconds = 0.0  # thread CPU spent inside the policy (scheduling overhead)
+        self.requests = 0
+        self.grants = 0
+        self.refusals = 0
+        self._server: _Server | None = None
+        self._threads: list[threading.Thread] = []
+        self._conns: set[LineSocket] = set()
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def start(self) -> Controller:
+        self._server = _Server((self.host, self.port), _Handler, bind_and_activate=True)
+        self._server.controller = self
+        self.port = self._server.server_address[1]
+        self.stopped = False
+        t = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="adaptstream-controller", daemon=True
+        )
+        t.start()
+        self._threads = [t]
+        if self.memory is not None:
+            s = threading.Thread(target=self._sample, name="adaptstream-controller-memory", daemon=True)
+            s.start()
+            self._threads.append(s)
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the listening socket (connections in progress end at their next request)."""
+        self.stopped = True
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        for conn in list(self._conns):  # sources see the connection close and fall back at once
+            conn.shutdown()
+
+    def _sample(self) -> None:
+        period = max(4 * self.policy.config.cycle, 0.25)
+        while not self.stopped:
+            try:
+                used = self.memory() if self.memory else None
+            except Exception as e:  # the JVM went away: the application is ending
+                log.debug("memory sample failed: %s", e)
+                return
+            if used is not None:
+                with self.lock:
+                    self.policy.memory(self.clock(), used)
+            time.sleep(period)
+
+    # -- requests ------------------------------------------------------------------------------------------
+    def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
+        op = msg.get("op")
+        with self.lock:
+            t0 = time.thread_time()
+            try:
+                reply = self._dispatch(op, msg)
+            except (KeyError, TypeError, ValueError) as e:
+                reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+            self.cpu_seconds += time.thread_time() - t0
+            self.requests += 1
+        return reply
+
+    def _dispatch(self, op: Any, msg: dict[str, Any]) -> dict[str, Any]:
+        p = self.policy
+        now = self.clock()
+        if op == "register":
+            streams = {k: (float(v[0]), float(v[1])) for k, v in (msg.get("streams") or {}).items()}
+            p.register(str(msg["query"]), streams, now)
+            return {"ok": True, "policy": p.name}
+        if op == "poll":
+            q = str(msg["query"])
+            for ev in msg.get("progress", ()):
+                p.progress(
+                    q,
+                    str(ev["stream"]),
+                    int(ev["seq"]),
+                    float(ev["arrival"]),
+                    float(ev["event"]),
+                    float(ev["origin"]),
+                    int(ev.get("n", 1)),
+                    ev.get("sum"),
+                    ev.get("sumsq"),
+                )
+            done = msg.get("done")
+            if done:
+                p.complete(q, now, int(done["end"]), int(done["rows"]), float(done["seconds"]))
+            if "want" not in msg:
+                return {"ok": True}
+            grant = p.poll(q, now, bool(msg["want"]), int(msg.get("rows", 0)), msg.get("oldest"))
+            if msg["want"]:
+                self.grants += int(grant)
+                self.refusals += int(not grant)
+            # a refused source asks again after one scheduling cycle, not at every poll (Spark polls every 20 ms)
+            return {"ok": True, "grant": grant, "retry_in": 0.0 if grant else p.config.cycle}
+        if op == "bye":
+            p.unregister(str(msg["query"]))
+            return {"ok": True}
+        if op == "stats":
+            return {"ok": True, **self.stats()}
+        return {"ok": False, "error": f"unknown op {op!r}"}
+
+    def stats(self) -> dict[str, Any]:
+        """Counters for reports: requests, grants, policy decisions, CPU seconds, SWM estimate accuracy."""
+        hits, checked = self.policy.swm_accuracy()
+        return {
+            "policy": self.policy.name,
+            "requests": self.requests,
+            "grants": self.grants,
+            "refusals": self.refusals,
+            "decisions": self.policy.decisions,
+            "cpu_seconds": self.cpu_seconds,
+            "swm_hits": hits,
+            "swm_checked": checked,
+            "queries": sorted(self.policy.queries),
+        }
+
+
+def jvm_heap_used(spark) -> Callable[[], float | None]:
+    """A sampler of the driver JVM's heap in use as a share of its maximum (local mode: the executors' too)."""
+
+    def sample() -> float | None:
+        rt = spark.sparkContext._jvm.java.lang.Runtime.getRuntime()
+        mx = rt.maxMemory()
+        return (rt.totalMemory() - rt.freeMemory()) / mx if mx > 0 else None
+
+    return sample
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nobody listens on now (tests restart a controller on the same address)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]

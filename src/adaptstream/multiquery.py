@@ -1,0 +1,168 @@
+"""Several workloads at once in one Spark application, scheduled by one driver-side controller.
+
+``adaptstream run --workload A --workload B --scheduler klink`` comes here. Each workload runs through
+:func:`adaptstream.runner.run_workload` on its own thread (Spark runs each streaming query's micro-batch loop on
+its own thread anyway) into ``RUN_DIR/<NAME>/`` with exactly the layout of a one-workload run; a workload named
+twice becomes ``NAME``, ``NAME-2``, ... Every query keeps its own source state (``<its run dir>/metrics/source``),
+also when several read one ``--input`` directory.
+
+The scheduler: gating policies (``klink``, ``rr``, ``fcfs``, ``hr``, ``sbox``) run in a :class:`Controller`
+started here, whose address every source gets in its ``controller`` option; ``fair`` puts each query in its own
+FAIR pool (``spark.scheduler.mode=FAIR`` must be in the SparkSession's conf: :func:`spark_conf`); ``default``
+starts nothing: Spark as it is. With one workload there is nothing to arbitrate: the scheduler is not started.
+Queries start at random times in ``[0, start_spread]`` seconds (Klink Sec. 6.1.1: window deadlines spread), and
+never two at once: a query starts once the previous one's source process is up (it has seen input), because
+Spark gives a new Python source process only 10 s to connect back, which a loaded machine can miss.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from adaptstream.errors import AdaptstreamError
+from adaptstream.runner import RunResult, RunSpec, check_spec, run_workload
+
+START_WAIT = 120.0  # seconds a query waits for the previous one's source to come up before starting anyway
+
+
+@dataclass(frozen=True)
+class MultiSpec:
+    specs: tuple[RunSpec, ...]
+    scheduler: str = "default"
+    start_spread: float = 0.0  # each query starts at a random time in [0, start_spread] seconds
+    seed: int = 0
+    scheduler_params: tuple[tuple[str, Any], ...] = ()  # e.g. (("slots", 2),)
+
+
+@dataclass
+class MultiResult:
+    spec: MultiSpec
+    run_dir: str
+    names: list[str]
+    results: dict[str, RunResult]
+    controller: dict[str, Any] | None = None
+    start_delays: dict[str, float] = field(default_factory=dict)
+    wall_seconds: float = 0.0
+
+
+def workload_names(workloads: Sequence[str]) -> list[str]:
+    """Run directory names: a workload named twice becomes NAME, NAME-2, NAME-3, ..."""
+    seen: dict[str, int] = {}
+    names = []
+    for w in workloads:
+        seen[w] = seen.get(w, 0) + 1
+        names.append(w if seen[w] == 1 else f"{w}-{seen[w]}")
+    return names
+
+
+def spark_conf(scheduler: str) -> dict[str, str]:
+    """SparkSession settings a scheduler needs before the SparkContext starts."""
+    return {"spark.scheduler.mode": "FAIR"} if scheduler.lower() == "fair" else {}
+
+
+def check_multi(ms: MultiSpec, run_dir: str) -> list[str]:
+    """Every check that needs no Spark: the scheduler's name and parameters, each workload's spec."""
+    from adaptstream.scheduling import build_scheduler
+
+    build_scheduler(ms.scheduler, **dict(ms.scheduler_params))
+    if ms.start_spread < 0:
+        from adaptstream.errors import ConfigError
+
+        msg = f"start spread must be >= 0 seconds, got {ms.start_spread}"
+        raise ConfigError(msg)
+    names = workload_names([s.workload for s in ms.specs])
+    for name, spec in zip(names, ms.specs, strict=True):
+        check_spec(spec, os.path.join(run_dir, name))
+    return names
+
+
+def run_multi(spark, ms: MultiSpec, run_dir: str,
+              on_progress: Callable[[str, dict], None] | None = None) -> MultiResult:
+    """Run every workload concurrently; returns when all finished (or raises the first failure)."""
+    from adaptstream.control.controller import Controller, jvm_heap_used
+    from adaptstream.scheduling import build_scheduler
+    from adaptstream.workloads import WORKLOADS
+
+    run_dir = os.path.abspath(run_dir)
+    specs = tuple(replace(s, input_dir=os.path.abspath(s.input_dir)) if s.input_dir else s for s in ms.specs)
+    ms = replace(ms, specs=specs)
+    names = check_multi(ms, run_dir)
+    policy = build_scheduler(ms.scheduler, **dict(ms.scheduler_params))
+    controller = None
+    if policy.gates and len(specs) > 1:
+        controller = Controller(policy, memory=jvm_heap_used(spark)).start()
+    pools = ms.scheduler.lower() == "fair" and len(specs) > 1
+    rng = np.random.default_rng(ms.seed)
+    delays = {n: float(rng.uniform(0.0, ms.start_spread)) if ms.start_spread > 0 else 0.0 for n in names}
+    results: dict[str, RunResult] = {}
+    errors: list[BaseException] = []
+    t0 = time.time()
+
+    alive = {n: threading.Event() for n in names}
+
+    def one(name: str, spec: RunSpec) -> None:
+        try:
+            k = names.index(name)
+            if k > 0:  # one source process starting at a time: Spark gives each 10 s to connect back
+                alive[names[k - 1]].wait(START_WAIT)
+            wait = t0 + delays[name] - time.time()
+            if wait > 0:  # the experiment's design: queries start at random times
+                time.sleep(wait)
+            if pools:  # FAIR: one pool per query, captured from this thread's local property at query start
+                spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
+            wl = WORKLOADS.get(spec.workload)
+            extra = {"windowPeriod": str(wl.effective_slide_s), "watermarkDelay": str(wl.watermark_delay_s)}
+            if controller is not None:
+                extra.update(controller=controller.address, controllerQuery=name)
+            def progress(snap: dict) -> None:
+                if snap["arrived"] > 0 or snap["completed"] > 0:
+                    alive[name].set()
+                if on_progress is not None:
+                    on_progress(name, snap)
+
+            results[name] = run_workload(spark, spec, os.path.join(run_dir, name), progress, fresh=True,
+                                         extra_options=extra, query_name=f"{name}_{ms.scheduler}")
+        except BaseException as e:  # reported by the caller's thread
+            alive[name].set()
+            errors.append(e)
+            for q in spark.streams.active:  # one failed query ends the run: stop the others
+                q.stop()
+
+    os.makedirs(run_dir, exist_ok=True)
+    for name in names:
+        path = os.path.join(run_dir, name)
+        if os.path.exists(path):
+            shutil.rmtree(path)
+    threads = [threading.Thread(target=one, args=(n, s), name=f"adaptstream-{n}", daemon=True)
+               for n, s in zip(names, specs, strict=True)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        stats = controller.stats() if controller is not None else None
+        if controller is not None:
+            controller.stop()
+    wall = time.time() - t0
+    with open(os.path.join(run_dir, "multi.json"), "w") as f:
+        json.dump({"scheduler": ms.scheduler, "scheduler_params": dict(ms.scheduler_params), "workloads": names,
+                   "start_delays": delays, "controller": stats, "wall_seconds": wall,
+                   "specs": [asdict(s) for s in specs], "gated": controller is not None, "fair_pools": pools}, f,
+                  indent=2)
+    if errors:
+        first = errors[0]
+        if isinstance(first, AdaptstreamError):
+            raise first
+        msg = f"a query of the multi-query run failed: {type(first).__name__}: {first}"
+        raise AdaptstreamError(msg) from first
+    return MultiResult(ms, run_dir, names, results, stats, delays, wall)

@@ -1,0 +1,64 @@
+"""``adaptstream run`` with several ``--workload``: the CLI side of :mod:`adaptstream.multiquery`."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from adaptstream.errors import AdaptstreamError, ConfigError
+
+
+def run_several(workloads: list[str], scheduler: str, start_spread: float, run_dir: str | None, master: str,
+                **spec_fields) -> None:
+    """Check everything, start one SparkSession, run the workloads concurrently, summarise each."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from adaptstream import cli
+    from adaptstream.cli import _fresh_dir, _print_table, console
+    from adaptstream.metrics.output_latency import output_latency
+    from adaptstream.metrics.plots import plot_timelines
+    from adaptstream.multiquery import MultiSpec, check_multi, run_multi, spark_conf
+    from adaptstream.runner import RunSpec, input_files
+    from adaptstream.spark.session import build_spark
+
+    if spec_fields.get("input") and not spec_fields.get("drain"):
+        spec_fields["drain"] = True
+        console.print("--input implies --drain: the run stops once the input is exhausted", style="yellow")
+    input_dir = spec_fields.pop("input")
+    specs = tuple(RunSpec(workload=w, input_dir=input_dir, **spec_fields) for w in workloads)
+    ms = MultiSpec(specs, scheduler=scheduler, start_spread=start_spread, seed=spec_fields.get("seed", 0))
+    run_dir = run_dir or os.path.join("runs", f"multi-{scheduler}-{time.strftime('%Y%m%d-%H%M%S')}")
+    names = check_multi(ms, run_dir)
+    if input_dir and not input_files(input_dir):
+        msg = f"--input {input_dir!r} holds no data files (names starting with '.' or '_' are skipped): nothing to run"
+        raise ConfigError(msg)
+    log_file = os.path.join(_fresh_dir(run_dir), "spark.log")
+    if spark_conf(scheduler):  # FAIR pools need the scheduler mode before the SparkContext starts
+        with console.status(f"starting Spark ({master})..."):
+            spark = build_spark(master=master, log_file=log_file, conf=spark_conf(scheduler))
+    else:
+        spark = cli._spark(master, log_file)
+    total = len(input_files(input_dir)) if input_dir else round(spec_fields.get("duration", 60.0))
+    with Progress(TextColumn("[bold]{task.fields[label]}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=console) as prog:
+        tasks = {n: prog.add_task(n, total=total, label=n) for n in names}
+
+        def show(name: str, snap: dict) -> None:
+            prog.update(tasks[name], completed=min(snap["completed"], total))
+
+        try:
+            result = run_multi(spark, ms, run_dir, show)
+        except AdaptstreamError as exc:
+            raise type(exc)(f"{exc} (Spark's log: {log_file})") from exc
+    for name in names:
+        r = result.results[name]
+        plot_timelines({r.spec.admission: r.metrics_dir}, os.path.join(r.run_dir, "timeline.png"),
+                       f"{name} under {r.spec.admission}, scheduler {scheduler}", r.slide or None)
+    _print_table([result.results[n] for n in names])
+    for name in names:
+        lat = output_latency(result.results[name].run_dir)
+        if lat["windows"]:
+            console.print(f"{name}: output latency mean {lat['mean_s']:.2f} s, p99 {lat['p99_s']:.2f} s over "
+                          f"{lat['windows']} window results")
+    console.print(f"run directory: [bold]{run_dir}[/] (one folder per workload: {', '.join(names)}; multi.json, "
+                  "spark.log)")

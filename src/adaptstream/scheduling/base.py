@@ -1,0 +1,290 @@
+"""Multi-query scheduling: which of an application's streaming queries may cut its next micro-batch now.
+
+One policy instance serves every query of a Spark application (it lives in the driver-side controller,
+control/controller.py). The engine side reports what happens and asks for grants; the policy orders the ready
+queries and hands out at most ``slots`` concurrent micro-batches (Klink's scheduling cycle: the order is
+recomputed at most every ``cycle`` seconds, or when a batch finished). Policies that do not gate (``default``,
+``fair``) grant every request: Spark runs each query's loop freely, as it does without adaptstream.
+
+Events (all times are wall-clock seconds passed by the caller, so policies are testable with a manual clock):
+
+* ``register(query, streams)``: a query (re-)registers with its input streams, each ``(period, lateness)``: the
+  window slide (the SWM period) and the watermark delay. Re-registration after a restart keeps what was learned.
+* ``progress(query, stream, seq, arrival, event_wall, origin, ...)``: dataset ``seq`` arrived; its newest event
+  was generated at ``event_wall``; network delays of its events as count / sum / sum of squares.
+* ``poll(query, now, want, pending_rows, oldest)``: the source's ``latestOffset``; True grants a micro-batch.
+* ``complete(query, now, end_seq, rows, seconds)``: the granted batch finished (the next ``latestOffset``).
+* ``memory(now, used_fraction)``: memory use of the executors (Klink's memory mode).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from adaptstream.policy import Policy
+from adaptstream.scheduling.swm import SwmEstimator
+
+READY_FOR = 1.0  # seconds a "want" stays valid without a new poll (sources poll every 20 ms while idle)
+MAX_QUERIES = 4096
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """Settings every scheduler shares (a policy's config subclasses this)."""
+
+    slots: int = 1  # micro-batches running at once (gating policies)
+    cycle: float = 0.120  # Klink's r: seconds between re-evaluations of the order
+    lease: float = 60.0  # a granted batch that never reports back frees its slot after this long
+    fixed_cost: float = 0.15  # seconds of engine overhead per micro-batch (the cost model's intercept)
+    history: int = 400  # Klink's h: epochs of delay statistics kept per stream
+    confidence: float = 0.95  # Klink's f
+    variance: str = "delay"  # "delay" or "mean" (Eq. 6 literally), see scheduling/swm.py
+
+    def validate(self) -> None:
+        from adaptstream.errors import ConfigError
+
+        if self.slots < 1 or self.cycle <= 0 or self.lease <= 0 or self.history < 2:
+            msg = f"scheduler settings out of range: {self}"
+            raise ConfigError(msg)
+        if not 0.0 < self.confidence < 1.0:
+            msg = f"confidence must be in (0, 1), got {self.confidence}"
+            raise ConfigError(msg)
+        if self.variance not in ("delay", "mean"):
+            msg = f"variance must be 'delay' or 'mean', got {self.variance!r}"
+            raise ConfigError(msg)
+
+
+@dataclass
+class QueryState:
+    """What the scheduler knows about one query."""
+
+    name: str
+    streams: dict[str, SwmEstimator] = field(default_factory=dict)
+    pending_rows: int = 0
+    oldest: float | None = None  # arrival of the oldest dataset waiting
+    ready_at: float | None = None  # last poll that wanted a batch
+    running_since: float | None = None
+    granted_at: float | None = None  # last grant (round robin, fcfs tie-breaks)
+    per_row: float = 0.0  # seconds of processing per row (EWMA)
+    selectivity: float = 0.5  # output rows per input row (EWMA; Klink's memory mode)
+    batches: int = 0
+    rows: int = 0
+    seconds: float = 0.0
+
+    def cost(self, fixed: float) -> float:
+        """cost^q(t): the expected processing time of what waits now."""
+        return fixed + self.per_row * self.pending_rows
+
+    def slack(self, t: float, fixed: float, cycle: float) -> float:
+        """Klink Sec. 3.3: a query's slack is the least over its input streams (+inf when nothing is known)."""
+        c = self.cost(fixed)
+        return min((s.slack(t, c, cycle) for s in self.streams.values()), default=math.inf)
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "streams": {k: [s.period, s.lateness, s.state()] for k, s in self.streams.items()},
+            "pending_rows": self.pending_rows,
+            "oldest": self.oldest,
+            "ready_at": self.ready_at,
+            "running_since": self.running_since,
+            "granted_at": self.granted_at,
+            "per_row": self.per_row,
+            "selectivity": self.selectivity,
+            "batches": self.batches,
+            "rows": self.rows,
+            "seconds": self.seconds,
+        }
+
+
+class SchedulerPolicy(Policy):
+    """Shared bookkeeping and the grant rule; a policy supplies :meth:`order` (most urgent first)."""
+
+    name = "base"
+    gates = True  # False: every poll is granted (Spark as it is)
+
+    def __init__(self, config: SchedulerConfig) -> None:
+        config.validate()
+        self.config = config
+        self.queries: dict[str, QueryState] = {}
+        self._order: list[str] = []
+        self._order_at: float | None = None
+        self.mem_used: float = 0.0
+        self.decisions = 0  # order evaluations (controller CPU per cycle = its CPU time / this)
+
+    # -- events --------------------------------------------------------------------------------------------
+    def register(
+        self, query: str, streams: Mapping[str, tuple[float, float]] | None = None, now: float | None = None
+    ) -> None:
+        q = self.queries.get(query)
+        if q is None:
+            if len(self.queries) >= MAX_QUERIES:
+                msg = f"more than {MAX_QUERIES} queries registered"
+                raise ValueError(msg)
+            q = self.queries[query] = QueryState(query)
+        for name, (period, lateness) in (streams or {}).items():
+            old = q.streams.get(name)
+            if old is None or old.period != float(period) or old.lateness != float(lateness):
+                c = self.config
+                q.streams[name] = SwmEstimator(period, lateness, c.history, c.confidence, c.variance)
+        q.running_since = None  # a (re)started query has no batch of ours in flight
+        q.ready_at = None
+        self._order_at = None
+
+    def unregister(self, query: str) -> None:
+        self.queries.pop(query, None)
+        self._order_at = None
+
+    def progress(
+        self,
+        query: str,
+        stream: str,
+        seq: int,
+        arrival: float,
+        event_wall: float,
+        origin: float,
+        n: int = 1,
+        total: float | None = None,
+        squares: float | None = None,
+    ) -> bool:
+        q = self._query(query)
+        est = q.streams.get(stream)
+        if est is None:
+            return False
+        return est.observe(seq, arrival, event_wall, origin, n, total, squares)
+
+    def complete(
+        self, query: str, now: float, end_seq: int, rows: int, seconds: float, rows_out: int | None = None
+    ) -> None:
+        q = self._query(query)
+        q.running_since = None
+        q.batches += 1
+        q.rows += int(rows)
+        q.seconds += float(seconds)
+        if rows > 0:
+            sample = max(float(seconds) - self.config.fixed_cost, 0.0) / rows
+            q.per_row = sample if q.batches == 1 else 0.8 * q.per_row + 0.2 * sample
+            if rows_out is not None:
+                q.selectivity = 0.8 * q.selectivity + 0.2 * min(rows_out / rows, 1.0)
+        for est in q.streams.values():
+            est.processed(end_seq)
+        self._order_at = None  # a slot is free: re-evaluate now
+
+    def memory(self, now: float, used_fraction: float) -> None:
+        self.mem_used = float(used_fraction)
+
+    def poll(self, query: str, now: float, want: bool, pending_rows: int = 0, oldest: float | None = None) -> bool:
+        """The source asks whether it may cut a micro-batch now (``want``: its admission policy would)."""
+        q = self._query(query)
+        q.pending_rows, q.oldest = int(pending_rows), oldest
+        if q.running_since is not None:  # it polls, so its batch is over (the completion report was lost)
+            q.running_since = None
+            self._order_at = None
+        if not want:
+            q.ready_at = None
+            return False
+        q.ready_at = now
+        if not self.gates:
+            q.granted_at = now
+            return True
+        for other in self.queries.values():
+            if other.running_since is not None and now - other.running_since > self.config.lease:
+                other.running_since = None
+        running = sum(1 for o in self.queries.values() if o.running_since is not None)
+        if running >= self.config.slots:
+            return False
+        if self._order_at is None or now - self._order_at >= self.config.cycle:
+            self._reorder(now)
+        free = self.config.slots - running
+        waiting = [n for n in self._order if self._is_ready(self.queries.get(n), now)][:free]
+        if query not in waiting:
+            return False
+        q.running_since = now
+        q.granted_at = now
+        return True
+
+    # -- ordering ------------------------------------------------------------------------------------------
+    def order(self, now: float, ready: Sequence[QueryState]) -> list[str]:
+        """Names of the ready queries, most urgent first."""
+        raise NotImplementedError
+
+    def _reorder(self, now: float) -> None:
+        ready = [q for q in self.queries.values() if self._is_ready(q, now)]
+        self._order = self.order(now, ready) if ready else []
+        self._order_at = now
+        self.decisions += 1
+
+    @staticmethod
+    def _is_ready(q: QueryState | None, now: float) -> bool:
+        return q is not None and q.running_since is None and q.ready_at is not None and now - q.ready_at <= READY_FOR
+
+    def _query(self, query: str) -> QueryState:
+        q = self.queries.get(query)
+        if q is None:
+            self.register(query)
+            q = self.queries[query]
+        return q
+
+    def current_order(self) -> list[str]:
+        return list(self._order)
+
+    def swm_accuracy(self) -> tuple[int, int]:
+        """(SWMs ingested inside the interval predicted at their epoch's start, SWMs checked), over all streams."""
+        hits = sum(s.hits for q in self.queries.values() for s in q.streams.values())
+        checked = sum(s.checked for q in self.queries.values() for s in q.streams.values())
+        return hits, checked
+
+    def pool_weights(self) -> dict[str, float] | None:
+        """FAIR-pool weights per query, for policies that use Spark's pools (None: no pools)."""
+        return None
+
+    # -- snapshot ------------------------------------------------------------------------------------------
+    def _state(self) -> dict[str, Any]:
+        return {
+            "queries": {k: q.state() for k, q in self.queries.items()},
+            "order": list(self._order),
+            "order_at": self._order_at,
+            "mem_used": self.mem_used,
+            "decisions": self.decisions,
+            **self._extra_state(),
+        }
+
+    def _load_state(self, state: Mapping[str, Any]) -> None:
+        c = self.config
+        self.queries = {}
+        for name, s in state["queries"].items():
+            q = QueryState(name)
+            for sname, (period, lateness, est_state) in s["streams"].items():
+                est = SwmEstimator(period, lateness, c.history, c.confidence, c.variance)
+                est.load(est_state)
+                q.streams[sname] = est
+            for k in (
+                "pending_rows",
+                "oldest",
+                "ready_at",
+                "running_since",
+                "granted_at",
+                "per_row",
+                "selectivity",
+                "batches",
+                "rows",
+                "seconds",
+            ):
+                setattr(q, k, s[k])
+            self.queries[name] = q
+        self._order, self._order_at = list(state["order"]), state["order_at"]
+        self.mem_used, self.decisions = float(state["mem_used"]), int(state["decisions"])
+        self._load_extra(state)
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {}
+
+    def _load_extra(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`_extra_state` saved."""
+
+
+def by_oldest(q: QueryState) -> tuple[float, str]:
+    """Tie-break shared by the policies: the query whose oldest waiting data arrived first, then the name."""
+    return (q.oldest if q.oldest is not None else math.inf, q.name)

@@ -1,0 +1,79 @@
+"""``klink``: least expected slack first (Klink Sec. 3, Alg. 1), with the memory-management mode (Sec. 3.4).
+
+Each query's slack is the least over its input streams (Sec. 3.3) of the expected slack of Eq. 8: the SWM
+ingestion time is normal with the mean and spread of scheduling/swm.py, cut to the ``confidence`` interval and
+integrated in steps of the cycle ``r``; ``cost^q(t)`` is the expected processing time of the query's waiting rows
+(fixed per-batch cost + learned seconds per row). A query whose SWM was ingested but not yet processed has
+negative slack and goes first. Queries with no estimate yet (fewer than two epochs, or no event-time information)
+come last, oldest data first, so the policy stays work-conserving.
+
+Memory mode: when the memory in use reaches ``memory_bound`` (share of the limit), the order becomes largest
+``p_k = sz * (1 - S)`` first (waiting rows times one minus the query's selectivity: the rows one batch removes),
+least slack breaking ties, until use fell by ``memory_free`` of what it was on entry or ``memory_seconds`` passed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from adaptstream.scheduling.base import QueryState, SchedulerConfig, SchedulerPolicy, by_oldest
+
+
+@dataclass(frozen=True)
+class KlinkConfig(SchedulerConfig):
+    memory_bound: float = 0.85  # b: share of the memory limit that switches to memory mode
+    memory_free: float = 0.5  # leave memory mode once this share of the used memory was freed ...
+    memory_seconds: float = 3.0  # ... or after this long
+
+    def build(self) -> KlinkPolicy:
+        return KlinkPolicy(self)
+
+
+class KlinkPolicy(SchedulerPolicy):
+    name = "klink"
+    config: KlinkConfig
+
+    def __init__(self, config: KlinkConfig) -> None:
+        super().__init__(config)
+        self.mm_since: float | None = None  # in memory mode since
+        self.mm_entry: float = 0.0  # memory use when it began
+
+    def memory(self, now: float, used_fraction: float) -> None:
+        super().memory(now, used_fraction)
+        c = self.config
+        if self.mm_since is None and used_fraction >= c.memory_bound:
+            self.mm_since, self.mm_entry = now, used_fraction
+            self._order_at = None
+        elif self.mm_since is not None and (
+            used_fraction <= self.mm_entry * (1 - c.memory_free) or now - self.mm_since >= c.memory_seconds
+        ):
+            self.mm_since = None
+            self._order_at = None
+
+    @property
+    def memory_mode(self) -> bool:
+        return self.mm_since is not None
+
+    def slacks(self, now: float, queries: Sequence[QueryState]) -> dict[str, float]:
+        return {q.name: q.slack(now, self.config.fixed_cost, self.config.cycle) for q in queries}
+
+    def order(self, now: float, ready: Sequence[QueryState]) -> list[str]:
+        sl = self.slacks(now, ready)
+
+        def key(q: QueryState) -> tuple:
+            known = math.isfinite(sl[q.name])
+            least = (0, sl[q.name]) if known else (1, 0.0)
+            if self.memory_mode:
+                return (-q.pending_rows * (1.0 - q.selectivity), *least, *by_oldest(q))
+            return (*least, *by_oldest(q))
+
+        return [q.name for q in sorted(ready, key=key)]
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {"mm_since": self.mm_since, "mm_entry": self.mm_entry}
+
+    def _load_extra(self, state: Mapping[str, Any]) -> None:
+        self.mm_since, self.mm_entry = state["mm_since"], float(state["mm_entry"])

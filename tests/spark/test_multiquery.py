@@ -1,0 +1,100 @@
+"""Several queries in one Spark application under a scheduler: each query's results equal its batch SQL oracle
+(klink with generated input and event-time progress; default with three queries on one shared --input
+directory); a source whose controller is unreachable still completes (with the warning); a controller restarted
+mid-run gets the query back (re-registration)."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from adaptstream.control import Controller
+from adaptstream.control.controller import free_port
+from adaptstream.multiquery import MultiSpec, run_multi
+from adaptstream.runner import RunSpec, run_workload
+from adaptstream.scheduling import build_scheduler
+from adaptstream.workloads import WORKLOADS, build_generator, write_run
+from adaptstream.workloads.oracle import compare_multisets, read_static
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+def _check_against_oracle(spark, run_dir: str, workload: str, input_dir: str) -> int:
+    w = WORKLOADS.get(workload)
+    cols = list(w.output_columns())
+    stream = [tuple(r) for r in spark.read.parquet(os.path.join(run_dir, "results")).select(*cols).collect()]
+    batch = [tuple(r) for r in w.batch_query(read_static(spark, w, input_dir)).collect()]
+    assert batch, "the oracle must have something to compare"
+    problems = compare_multisets(stream, batch)
+    assert not problems, f"{run_dir}: " + "; ".join(problems)
+    return len(batch)
+
+
+def test_three_queries_under_klink_equal_batch_sql(spark, tmp_path):
+    specs = tuple(RunSpec(workload=w, admission="asap", rate=100, duration=8, seed=s, drain=True,
+                          finish_timeout=240) for w, s in (("YSB", 1), ("YSBZ", 2), ("YSB", 3)))
+    res = run_multi(spark, MultiSpec(specs, scheduler="klink", start_spread=2.0, seed=4), str(tmp_path))
+    assert res.names == ["YSB", "YSBZ", "YSB-2"]
+    for name in res.names:
+        d = tmp_path / name
+        assert {"run.json", "metrics", "results", "summary.json"} <= set(os.listdir(d))
+        _check_against_oracle(spark, str(d), res.results[name].spec.workload, str(d / "input"))
+        assert res.results[name].unfinished == 0
+    stats = res.controller
+    assert stats is not None and stats["policy"] == "klink" and sorted(stats["queries"]) == sorted(res.names)
+    assert stats["grants"] >= 3 and stats["decisions"] >= 1
+
+
+def test_three_queries_on_one_input_directory_under_default_equal_batch_sql(spark, tmp_path):
+    data = tmp_path / "in"
+    write_run(build_generator("ysb", seed=5), WORKLOADS.get("YSB"), data, [100] * 10)
+    specs = tuple(RunSpec(workload=w, admission="asap", input_dir=str(data), drain=True, finish_timeout=240)
+                  for w in ("YSB", "YSB", "YSBZ"))
+    res = run_multi(spark, MultiSpec(specs, scheduler="default"), str(tmp_path / "run"))
+    assert res.controller is None  # default: Spark as it is, nothing started
+    for name in res.names:
+        _check_against_oracle(spark, str(tmp_path / "run" / name), res.results[name].spec.workload, str(data))
+        # each query kept its own source state
+        assert (tmp_path / "run" / name / "metrics" / "source" / "manifest.jsonl").exists()
+
+
+def test_unreachable_controller_the_query_completes_with_a_warning(spark, tmp_path):
+    spec = RunSpec(workload="YSB", admission="asap", rate=100, duration=6, drain=True, finish_timeout=240)
+    addr = f"127.0.0.1:{free_port()}"  # nobody listens here
+    res = run_workload(spark, spec, str(tmp_path), extra_options={"controller": addr, "windowPeriod": "10"})
+    assert res.unfinished == 0
+    _check_against_oracle(spark, str(tmp_path), "YSB", str(tmp_path / "input"))
+    log = (tmp_path / "metrics" / "controller.log").read_text()
+    assert "unreachable" in log and "runs unscheduled" in log
+
+
+def test_controller_restart_mid_run_reregisters_the_query(spark, tmp_path):
+    port = free_port()
+    first = Controller(build_scheduler("klink"), port=port).start()
+    state = {"second": None}
+    lock = threading.Lock()
+
+    def restart_after_first_batch(snap: dict) -> None:
+        with lock:
+            if state["second"] is None and snap["completed"] > 0:
+                first.stop()
+                state["second"] = Controller(build_scheduler("klink"), port=port).start()
+
+    spec = RunSpec(workload="YSB", admission="asap", rate=100, duration=12, drain=True, finish_timeout=240)
+    try:
+        res = run_workload(spark, spec, str(tmp_path), on_progress=restart_after_first_batch,
+                           extra_options={"controller": first.address, "controllerQuery": "ysb",
+                                          "windowPeriod": "10", "watermarkDelay": "2"})
+        second = state["second"]
+        assert second is not None, "the run ended before its first batch completed"
+        assert res.unfinished == 0
+        _check_against_oracle(spark, str(tmp_path), "YSB", str(tmp_path / "input"))
+        assert "ysb" in first.policy.queries
+        assert "ysb" in second.policy.queries  # the source registered again with the new controller
+        assert second.policy.queries["ysb"].streams  # with its stream, so Klink can estimate again
+    finally:
+        first.stop()
+        if state["second"] is not None:
+            state["second"].stop()

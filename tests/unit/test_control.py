@@ -1,0 +1,101 @@
+"""The controller and its client over real loopback sockets, without Spark: grants, reports, an unreachable
+controller (the source runs unscheduled at once, with a warning) and a controller restart (re-registration)."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+
+from adaptstream.control import Controller, ControllerClient
+from adaptstream.control.controller import free_port
+from adaptstream.errors import ConfigError
+from adaptstream.scheduling import build_scheduler
+
+
+@pytest.fixture
+def controller():
+    ctl = Controller(build_scheduler("fcfs", slots=1, cycle=1e-6)).start()
+    try:
+        yield ctl
+    finally:
+        ctl.stop()
+
+
+def test_two_sources_share_one_slot(controller):
+    a = ControllerClient(controller.address, "a", {"main": (2.0, 0.5)}, retry=0.0)
+    b = ControllerClient(controller.address, "b", retry=0.0)
+    assert a.poll(True, 100, oldest=1.0) is True
+    assert b.poll(True, 100, oldest=0.5) is False  # a holds the slot
+    a.report_done(5, 100, 0.3)
+    a.report_progress("main", 4, 10.0, 9.5, 0.0)
+    assert a.poll(False) is False  # the completion travels with the next request
+    assert b.poll(True, 100, oldest=0.5) is True
+    stats = controller.stats()
+    assert stats["queries"] == ["a", "b"] and stats["grants"] == 2 and stats["refusals"] == 1
+    assert controller.policy.queries["a"].batches == 1
+    a.close()
+    b.close()
+    assert controller.policy.queries == {} or set(controller.policy.queries) <= {"b"}
+
+
+def test_an_idle_source_sends_nothing(controller):
+    c = ControllerClient(controller.address, "idle", retry=0.0)
+    assert c.poll(False) is False
+    assert controller.requests == 0
+
+
+def test_unreachable_controller_grants_at_once_and_warns_once(caplog):
+    c = ControllerClient(f"127.0.0.1:{free_port()}", "q", timeout=0.2, retry=60.0)
+    with caplog.at_level(logging.WARNING, logger="adaptstream.control"):
+        t0 = time.monotonic()
+        assert all(c.poll(True, 10) for _ in range(50))
+        assert time.monotonic() - t0 < 2.0  # one failed connect, then no tries until the retry time
+    warnings = [r for r in caplog.records if "unreachable" in r.getMessage()]
+    assert len(warnings) == 1 and "runs unscheduled" in warnings[0].getMessage()
+    assert c.unscheduled_polls == 50
+
+
+def test_controller_restart_the_source_registers_again(caplog):
+    port = free_port()
+    ctl = Controller(build_scheduler("rr"), port=port).start()
+    c = ControllerClient(ctl.address, "q", {"main": (1.0, 0.0)}, retry=0.0)
+    assert c.poll(True, 5) is True
+    ctl.stop()
+    with caplog.at_level(logging.WARNING, logger="adaptstream.control"):
+        assert c.poll(True, 5) is True  # the connection broke: unscheduled, not stuck
+    ctl2 = Controller(build_scheduler("rr"), port=port).start()
+    try:
+        assert c.poll(True, 5) is True
+        assert "q" in ctl2.policy.queries and "main" in ctl2.policy.queries["q"].streams
+        assert any("is back" in r.getMessage() for r in caplog.records)
+    finally:
+        c.close()
+        ctl2.stop()
+
+
+def test_bad_requests_get_an_error_reply_not_a_dead_server(controller):
+    assert controller.handle({"op": "nope"})["ok"] is False
+    assert controller.handle({"op": "poll"})["ok"] is False  # no query
+    c = ControllerClient(controller.address, "q", retry=0.0)
+    assert c.poll(True, 1) is True
+
+
+def test_bad_address_is_a_config_error():
+    with pytest.raises(ConfigError, match="127.0.0.1:PORT"):
+        ControllerClient("localhost", "q")
+
+
+def test_a_refused_source_waits_one_cycle_before_asking_again():
+    ctl = Controller(build_scheduler("fcfs", slots=1, cycle=60.0)).start()
+    try:
+        a = ControllerClient(ctl.address, "a", retry=0.0)
+        b = ControllerClient(ctl.address, "b", retry=0.0)
+        assert a.poll(True, 1) is True
+        assert b.poll(True, 1) is False
+        before = ctl.requests
+        assert not any(b.poll(True, 1) for _ in range(20))  # answered locally within the cycle
+        assert ctl.requests == before
+    finally:
+        ctl.stop()

@@ -1,0 +1,77 @@
+"""The klink benchmark report: targets are computed from the recorded runs (they can be missed), JSON shape."""
+
+from __future__ import annotations
+
+import json
+
+from adaptstream.bench.klink_report import saturation_n, targets, write_report
+
+
+def _run(policy: str, n: int, mean: float, p99: float) -> dict:
+    return {
+        "policy": policy,
+        "queries": n,
+        "windows": 8,
+        "mean_s": mean,
+        "p50_s": mean,
+        "p99_s": p99,
+        "latencies": [mean] * 8,
+        "unfinished": 0,
+        "wall_s": 60.0,
+        "rows": 1000,
+        "rows_per_s": 100.0,
+        "controller": {},
+        "cpu_ms_per_decision": None,
+        "cpu_ms_per_request": None,
+        "load_before": [1, 1, 1],
+        "load_after": [1, 1, 1],
+    }
+
+
+def _result(klink_mean: float) -> dict:
+    runs = [
+        _run("default", 2, 5.0, 8.0),
+        _run("default", 4, 10.0, 20.0),
+        _run("klink", 4, klink_mean, 10.0),
+        _run("rr", 4, 9.0, 15.0),
+    ]
+    meta = {
+        "command": "adaptstream bench klink",
+        "git": "x",
+        "machine": {"host": "h", "cpus": 2},
+        "load_before": [1.0, 1, 1],
+        "load_after": [2.0, 1, 1],
+        "started": 0.0,
+        "finished": 60.0,
+        "duration_s": 40,
+        "rate": 400,
+        "start_spread_s": 5,
+        "queries": [2, 4],
+        "policies": ["default", "klink"],
+    }
+    swm = {
+        "ysb/klink-95": {"hits": 97, "checked": 100, "accuracy": 0.97},
+        "ysb_zipf/klink-95": {"hits": 90, "checked": 100, "accuracy": 0.90},
+    }
+    return {"meta": meta, "runs": runs, "swm_replay": swm}
+
+
+def test_targets_are_met_or_missed_by_the_numbers():
+    assert saturation_n(_result(5.0)["runs"]) == 4
+    good = {t["target"]: t["met"] for t in targets(_result(5.0))}
+    bad = {t["target"]: t["met"] for t in targets(_result(9.5))}
+    assert good["klink mean output latency <= 0.6x default at N=4"] is True
+    assert bad["klink mean output latency <= 0.6x default at N=4"] is False
+    assert (
+        good["klink mean below every other baseline at N=4"] and not bad["klink mean below every other baseline at N=4"]
+    )
+    assert good["SWM inside the 95 % interval (ysb_zipf, replay)"] is False  # 90 % < 95 %
+
+
+def test_report_files_and_json_shape(tmp_path):
+    write_report(_result(5.0), tmp_path)
+    doc = json.loads((tmp_path / "klink.json").read_text())
+    assert doc["queries"] == 4
+    assert doc["policies"]["klink"] == {"mean_ms": 5000.0, "p99_ms": 10000.0}
+    assert (tmp_path / "klink-latency.png").exists() and (tmp_path / "klink-cdf.png").exists()
+    assert "missed" in (tmp_path / "klink.md").read_text()

@@ -22,6 +22,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from adaptstream.admission import ADMISSION
+from adaptstream.allocation import ALLOCATORS
 from adaptstream.connectors.traffic import TRAFFIC
 from adaptstream.errors import AdaptstreamError, ConfigError
 from adaptstream.partitioning import PARTITIONERS
@@ -62,6 +63,8 @@ TrafficOpt = Annotated[str, choice(TRAFFIC, "input rate pattern of the generator
 PartitionerOpt = Annotated[str, choice(PARTITIONERS, "how rows are split into Spark input partitions")]
 RateOpt = Annotated[int, typer.Option(min=1, metavar="ROWS", help="mean rows per one-second dataset")]
 MasterOpt = Annotated[str, typer.Option(metavar="URL", help="Spark master URL")]
+ReduceOpt = Annotated[str | None, choice(ALLOCATORS, "pane execution mode: each micro-batch one map/reduce job "
+                                                     "whose reduce buckets this allocator fills (aggregations)")]
 
 
 def _version(value: bool) -> None:
@@ -171,6 +174,9 @@ def run(
     master: MasterOpt = "local[2]",
     partitioner: PartitionerOpt = "time",
     num_blocks: Annotated[int, typer.Option(min=1, metavar="N", help="Spark input partitions per micro-batch")] = 2,
+    reduce: ReduceOpt = None,
+    reduce_buckets: Annotated[int, typer.Option(min=1, metavar="N", help="reduce tasks per micro-batch "
+                                                "(with --reduce)")] = 4,
 ) -> None:
     """Run one workload under one admission policy and summarise it."""
     from adaptstream.metrics.plots import plot_timelines
@@ -181,7 +187,7 @@ def run(
         console.print("--input implies --drain: the run stops once the input is exhausted", style="yellow")
     spec = RunSpec(workload=workload, admission=admission, traffic=traffic, rate=rate, duration=duration,
                    trigger=trigger, seed=seed, input_dir=input, drain=drain, partitioner=partitioner,
-                   num_blocks=num_blocks)
+                   num_blocks=num_blocks, reduce=reduce, reduce_buckets=reduce_buckets)
     run_dir = run_dir or os.path.join("runs", f"{spec.label()}-{time.strftime('%Y%m%d-%H%M%S')}")
     check_spec(spec, run_dir)
     if input and not input_files(input):

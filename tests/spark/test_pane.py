@@ -81,7 +81,7 @@ def test_restart_from_checkpoint_and_replayed_batch(spark, tmp_path):
     gen, seconds, rate = _generator(w.generator)
     src = tmp_path / "in"
     src.mkdir()
-    half = seconds // 2
+    half = seconds * 3 // 4  # the first stop comes after some windows closed
     paths = write_run(gen, None, src, [rate] * half)
     work = tmp_path / "work"
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import typer
 
 from adaptstream.bench.lmstream import lmstream_command
+from adaptstream.bench.prompt_processing import prompt_processing_command
 from adaptstream.bench.source import source_command
 
 app = typer.Typer(no_args_is_help=True, help="Benchmarks that compare our policies with Spark's own behaviour.")
 app.command("lmstream")(lmstream_command)
 app.command("source")(source_command)
+app.command("prompt-processing")(prompt_processing_command)

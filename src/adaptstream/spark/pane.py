@@ -212,16 +212,20 @@ def _write_json_atomic(path: str, doc: dict) -> None:
 class PaneExecutor:
     """The ``foreachBatch`` function of a pane-mode query (see the module docstring)."""
 
-    def __init__(self, workload: Workload, allocator: str, buckets: int, state_dir: str, results_dir: str,
-                 metrics_path: str | None = None, on_batch: Callable[[dict], None] | None = None) -> None:
+    def __init__(self, workload: Workload | None, allocator: str, buckets: int, state_dir: str, results_dir: str,
+                 metrics_path: str | None = None, on_batch: Callable[[dict], None] | None = None,
+                 spec: PaneSpec | None = None) -> None:
         from adaptstream.allocation import ALLOCATORS
 
         ALLOCATORS.get(allocator)
         if buckets < 1:
             msg = f"reduce buckets must be >= 1, got {buckets}"
             raise ConfigError(msg)
+        if spec is None and workload is None:
+            msg = "PaneExecutor needs a workload or a PaneSpec"
+            raise ConfigError(msg)
         self.workload = workload
-        self.spec = pane_spec(workload)
+        self.spec = spec if spec is not None else pane_spec(workload)  # type: ignore[arg-type]
         self.allocator = allocator
         self.buckets = int(buckets)
         self.state_dir = os.path.abspath(state_dir)
@@ -361,7 +365,7 @@ class PaneExecutor:
             *[f"{sql} AS {name}" for name, sql in spec.finals])
         if spec.having:
             out = out.where(spec.having)
-        out = self.workload.finalize_batch(out).persist()
+        out = (self.workload.finalize_batch(out) if self.workload is not None else out).persist()
         try:
             n = out.count()
             if n:

@@ -24,6 +24,7 @@ from rich.table import Table
 from adaptstream.admission import ADMISSION
 from adaptstream.allocation import ALLOCATORS
 from adaptstream.connectors.traffic import TRAFFIC
+from adaptstream.elasticity import ELASTICITY
 from adaptstream.errors import AdaptstreamError, ConfigError
 from adaptstream.partitioning import PARTITIONERS
 from adaptstream.registry import Registry
@@ -177,6 +178,8 @@ def run(
     reduce: ReduceOpt = None,
     reduce_buckets: Annotated[int, typer.Option(min=1, metavar="N", help="reduce tasks per micro-batch "
                                                 "(with --reduce)")] = 4,
+    elastic: Annotated[str | None, choice(ELASTICITY, "with --reduce on a cluster master: reduce buckets and "
+                                          "executors per batch (batch interval: --trigger)")] = None,
 ) -> None:
     """Run one workload under one admission policy and summarise it."""
     from adaptstream.metrics.plots import plot_timelines
@@ -187,7 +190,11 @@ def run(
         console.print("--input implies --drain: the run stops once the input is exhausted", style="yellow")
     spec = RunSpec(workload=workload, admission=admission, traffic=traffic, rate=rate, duration=duration,
                    trigger=trigger, seed=seed, input_dir=input, drain=drain, partitioner=partitioner,
-                   num_blocks=num_blocks, reduce=reduce, reduce_buckets=reduce_buckets)
+                   num_blocks=num_blocks, reduce=reduce, reduce_buckets=reduce_buckets, elastic=elastic)
+    if elastic is not None:
+        from adaptstream.spark.executors import check_elastic_master
+
+        check_elastic_master(master)
     run_dir = run_dir or os.path.join("runs", f"{spec.label()}-{time.strftime('%Y%m%d-%H%M%S')}")
     check_spec(spec, run_dir)
     if input and not input_files(input):

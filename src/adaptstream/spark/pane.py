@@ -20,6 +20,10 @@ Exactly-once: everything a batch writes is keyed by its batch id and overwritten
 a crash (the same offsets, hence the same rows); the watermark a batch starts from is read from the previous
 batch's small metadata file, so a replay decides the same windows. Rows older than that watermark are dropped as
 late, as Spark's stateful operators drop them, and counted in the metadata.
+Elasticity (``elastic``, Prompt Alg. 4): after each batch the policy sees W = batch time / batch interval, rows and
+keys, and its plan sets the next batch's reduce buckets and, with an :class:`ExecutorControl` on a cluster, the
+executors. The map tasks it plans are recorded but not applied: the source's block count is fixed when the query
+starts. Its state is saved per batch id beside the panes, so a replayed batch is not counted twice.
 Measurement: per-task input records and durations of every reduce stage come from Spark's status store
 (:mod:`adaptstream.spark.taskmetrics`) and go to ``panes.jsonl`` in the metrics directory.
 """
@@ -44,6 +48,8 @@ from adaptstream.errors import ConfigError
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
+    from adaptstream.elasticity import ElasticityPolicy
+    from adaptstream.spark.executors import ExecutorControl
     from adaptstream.workloads.base import Workload
 
 
@@ -214,7 +220,8 @@ class PaneExecutor:
 
     def __init__(self, workload: Workload | None, allocator: str, buckets: int, state_dir: str, results_dir: str,
                  metrics_path: str | None = None, on_batch: Callable[[dict], None] | None = None,
-                 spec: PaneSpec | None = None) -> None:
+                 spec: PaneSpec | None = None, elastic: ElasticityPolicy | None = None,
+                 executors: ExecutorControl | None = None, batch_interval: float = 1.0) -> None:
         from adaptstream.allocation import ALLOCATORS
 
         ALLOCATORS.get(allocator)
@@ -234,6 +241,11 @@ class PaneExecutor:
         self.results_dir = os.path.abspath(results_dir)
         self.metrics_path = metrics_path
         self.on_batch = on_batch
+        self.elastic = elastic
+        self.executor_control = executors
+        self.batch_interval = float(batch_interval)
+        if elastic is not None:
+            self.buckets = elastic.plan.reduce_buckets
         os.makedirs(self.panes_dir, exist_ok=True)
         os.makedirs(self.meta_dir, exist_ok=True)
 
@@ -259,6 +271,7 @@ class PaneExecutor:
         spark, sc, spec = df.sparkSession, df.sparkSession.sparkContext, self.spec
         spark.conf.set("spark.sql.adaptive.enabled", "false")  # AQE would coalesce the reduce buckets
         t_start = time.perf_counter()
+        self._restore_elastic(batch_id)
         prev = self._meta(batch_id - 1) if batch_id > 0 else None
         max_t_before = prev["max_t_through"] if prev else None
         wm_prev = self._watermark(max_t_before)
@@ -302,6 +315,8 @@ class PaneExecutor:
         finally:
             sc.setJobGroup(None, None, False)  # type: ignore[arg-type]
             proj.unpersist()
+        if self.elastic is not None:
+            stats["elastic"] = self._scale(stats, batch_id)
         if self.metrics_path:
             os.makedirs(self.metrics_path, exist_ok=True)
             with open(os.path.join(self.metrics_path, "panes.jsonl"), "a") as f:
@@ -309,6 +324,38 @@ class PaneExecutor:
         if self.on_batch is not None:
             self.on_batch(stats)
         return stats
+
+    # -- elasticity (Prompt Alg. 4): the next batch's reduce buckets and executors
+    def _elastic_path(self) -> str:
+        return os.path.join(self.state_dir, "elasticity.json")
+
+    def _restore_elastic(self, batch_id: int) -> None:
+        """The policy as it was before this batch (a replayed batch must not be counted twice)."""
+        if self.elastic is None or not os.path.exists(self._elastic_path()):
+            return
+        with open(self._elastic_path()) as f:
+            saved = json.load(f)
+        state = saved["state"] if saved["after"] == batch_id - 1 else saved["prev"] if saved["after"] == batch_id \
+            else None
+        if state is not None:
+            self.elastic.load_state_dict(state)
+            self.buckets = self.elastic.plan.reduce_buckets
+
+    def _scale(self, stats: dict, batch_id: int) -> dict:
+        from adaptstream.elasticity import BatchStats
+
+        assert self.elastic is not None
+        before = self.elastic.state_dict()
+        plan = self.elastic.on_batch(BatchStats(stats["batch_s"], self.batch_interval, stats["rows"], stats["keys"]))
+        _write_json_atomic(self._elastic_path(), {"after": batch_id, "state": self.elastic.state_dict(),
+                                                  "prev": before})
+        self.buckets = plan.reduce_buckets
+        out = {"load": stats["batch_s"] / self.batch_interval, "map_tasks": plan.map_tasks,
+               "reduce_buckets": plan.reduce_buckets, "executors": plan.executors}
+        if self.executor_control is not None:
+            out["live_executors"] = len(self.executor_control.executors())
+            out.update(self.executor_control.scale_to(plan.executors))
+        return out
 
     def _shuffle(self, proj: DataFrame, in_arrow: pa.Schema, wm_prev: int | None, split: np.ndarray,
                  blocks: int, batch_id: int) -> dict:

@@ -2,6 +2,7 @@
 # A real Spark standalone cluster on 127.0.0.1 from the pip package (no downloads): one master, N workers.
 #   scripts/cluster.sh start [WORKERS]   -> prints the master URL (spark://127.0.0.1:7077)
 #   scripts/cluster.sh stop
+# Each worker has 1 core and ADAPTSTREAM_WORKER_MEMORY (default 2g) of memory.
 # PIDs, logs and the workers' work directories (SPARK_WORKER_DIR: application jars and executor logs, which Spark
 # otherwise puts inside the installed pyspark package) live in ${ADAPTSTREAM_CLUSTER_DIR:-/tmp/adaptstream-cluster};
 # stop kills by those PIDs only.
@@ -21,7 +22,8 @@ case "${1:-}" in
     mkdir -p "$SPARK_PID_DIR" "$SPARK_LOG_DIR" "$SPARK_WORKER_DIR"
     daemon start org.apache.spark.deploy.master.Master 1 --host 127.0.0.1 --port "$PORT" --webui-port 0 >/dev/null
     for i in $(seq 1 "$n"); do
-      daemon start org.apache.spark.deploy.worker.Worker "$i" --host 127.0.0.1 --cores 1 --memory 2g \
+      daemon start org.apache.spark.deploy.worker.Worker "$i" --host 127.0.0.1 --cores 1 \
+        --memory "${ADAPTSTREAM_WORKER_MEMORY:-2g}" \
         --webui-port 0 "$URL" >/dev/null
     done
     for _ in $(seq 1 60); do  # wait until every worker registered

@@ -22,7 +22,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from adaptstream.admission import ADMISSION
+from adaptstream.allocation import ALLOCATORS
 from adaptstream.connectors.traffic import TRAFFIC
+from adaptstream.elasticity import ELASTICITY
 from adaptstream.errors import AdaptstreamError, ConfigError
 from adaptstream.partitioning import PARTITIONERS
 from adaptstream.registry import Registry
@@ -78,6 +80,8 @@ TrafficOpt = Annotated[str, choice(TRAFFIC, "input rate pattern of the generator
 PartitionerOpt = Annotated[str, choice(PARTITIONERS, "how rows are split into Spark input partitions")]
 RateOpt = Annotated[int, typer.Option(min=1, metavar="ROWS", help="mean rows per one-second dataset")]
 MasterOpt = Annotated[str, typer.Option(metavar="URL", help="Spark master URL")]
+ReduceOpt = Annotated[str | None, choice(ALLOCATORS, "pane execution mode: each micro-batch one map/reduce job "
+                                                     "whose reduce buckets this allocator fills (aggregations)")]
 
 
 def _version(value: bool) -> None:
@@ -196,6 +200,11 @@ def run(
     start_spread: Annotated[float, typer.Option(min=0.0, metavar="SECONDS",
                                                 help="several workloads: each starts at a random time in "
                                                      "[0, SECONDS]")] = 0.0,
+    reduce: ReduceOpt = None,
+    reduce_buckets: Annotated[int, typer.Option(min=1, metavar="N", help="reduce tasks per micro-batch "
+                                                "(with --reduce)")] = 4,
+    elastic: Annotated[str | None, choice(ELASTICITY, "with --reduce on a cluster master: reduce buckets and "
+                                          "executors per batch (batch interval: --trigger)")] = None,
 ) -> None:
     """Run one workload (or several, concurrently, under a multi-query scheduler) and summarise it."""
     from adaptstream.metrics.plots import plot_timelines
@@ -217,7 +226,11 @@ def run(
         console.print("--input implies --drain: the run stops once the input is exhausted", style="yellow")
     spec = RunSpec(workload=name, admission=admission, traffic=traffic, rate=rate, duration=duration,
                    trigger=trigger, seed=seed, input_dir=input, drain=drain, partitioner=partitioner,
-                   num_blocks=num_blocks)
+                   num_blocks=num_blocks, reduce=reduce, reduce_buckets=reduce_buckets, elastic=elastic)
+    if elastic is not None:
+        from adaptstream.spark.executors import check_elastic_master
+
+        check_elastic_master(master)
     run_dir = run_dir or os.path.join("runs", f"{spec.label()}-{time.strftime('%Y%m%d-%H%M%S')}")
     check_spec(spec, run_dir)
     if input and not is_redis_url(input) and not input_files(input):

@@ -96,6 +96,35 @@ class Policy:
         """Restore from ``_state()``'s dict (default: nothing to restore)."""
 
 
+def build_from_registry(registry: Any, name: str, params: Mapping[str, Any]) -> Any:
+    """The frozen config of a registered name with `params`; unknown parameters name the valid ones and option
+    strings ("3", "0.9", "true") are coerced to the field's type."""
+    import dataclasses
+
+    cls = registry.get(name)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(params) - set(fields))
+    if unknown:
+        msg = f"{registry.family} {name!r} has no parameter(s) {unknown}; valid: {sorted(fields)}"
+        raise ConfigError(msg)
+    values = {}
+    for key, value in params.items():
+        default = fields[key].default
+        if isinstance(value, str) and not isinstance(default, str) and default is not dataclasses.MISSING:
+            try:
+                if isinstance(default, bool):
+                    if value.strip().lower() not in ("true", "false"):
+                        raise ValueError(value)
+                    value = value.strip().lower() == "true"
+                else:
+                    value = type(default)(value.strip())
+            except ValueError:
+                msg = f"{registry.family} {name!r} parameter {key}={value!r} is not a valid {type(default).__name__}"
+                raise ConfigError(msg) from None
+        values[key] = value
+    return cls(**values)
+
+
 # -- JSON helpers for snapshots -------------------------------------------------------------------------------
 def finite_or_none(x: float | None) -> float | None:
     """JSON has no inf/nan: store them as None."""

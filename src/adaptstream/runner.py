@@ -40,6 +40,9 @@ class RunSpec:
     partitioner_params: str = ""
     finish_timeout: float = 300.0  # how long to wait for the backlog after the input ended
     warmup: float = 0.0  # seconds of first arrivals left out of the summary (raw metrics keep everything)
+    reduce: str | None = None  # pane execution mode with this reduce allocator (spark/pane.py); None: as today
+    reduce_buckets: int = 4  # reduce tasks per micro-batch in pane mode
+    elastic: str | None = None  # pane mode: elasticity policy for reduce buckets and executors (needs a cluster)
 
     def label(self) -> str:
         return f"{self.workload}-{self.admission}"
@@ -158,6 +161,22 @@ def check_spec(spec: RunSpec, run_dir: str) -> None:
         if value < low:
             msg = f"--{name.replace('_', '-')} must be >= {low}, got {value}"
             raise ConfigError(msg)
+    if spec.reduce is not None:
+        from adaptstream.allocation import ALLOCATORS
+        from adaptstream.spark.pane import pane_spec
+
+        ALLOCATORS.get(spec.reduce)
+        pane_spec(workload)
+        if spec.reduce_buckets < 1:
+            msg = f"--reduce-buckets must be >= 1, got {spec.reduce_buckets}"
+            raise ConfigError(msg)
+    if spec.elastic is not None:
+        from adaptstream.elasticity import ELASTICITY
+
+        ELASTICITY.get(spec.elastic)
+        if spec.reduce is None:
+            msg = "--elastic shapes the pane execution mode: pass --reduce hash|prompt as well"
+            raise ConfigError(msg)
     for name, value in (("duration", spec.duration), ("trigger", spec.trigger)):
         if not value > 0:
             msg = f"--{name} must be > 0 seconds, got {value:g}"
@@ -225,11 +244,28 @@ def run_workload(spark, spec: RunSpec, run_dir: str, on_progress: Callable[[dict
     reader = spark.readStream.format("adaptstream").schema(generator.spark_schema_ddl)
     for k, v in {**source_options(spec, workload, run_dir), **(extra_options or {})}.items():
         reader = reader.option(k, v)
-    out = workload.stream_query(reader.load())
     results = os.path.join(run_dir, "results")
+    if spec.reduce is not None:  # pane mode: the raw stream, each micro-batch one map/reduce job we shape
+        from adaptstream.spark.pane import PaneExecutor
 
-    def sink(batch_df, batch_id: int) -> None:
-        workload.finalize_batch(batch_df).write.mode("overwrite").parquet(os.path.join(results, f"batch_id={batch_id}"))
+        elastic, control = None, None
+        if spec.elastic is not None:
+            from adaptstream.elasticity import build_elasticity
+            from adaptstream.spark.executors import ExecutorControl
+
+            control = ExecutorControl(spark.sparkContext)  # refuses local[*]
+            elastic = build_elasticity(spec.elastic, initial_map_tasks=spec.num_blocks,
+                                       initial_reduce_buckets=spec.reduce_buckets)
+        out = reader.load()
+        sink = PaneExecutor(workload, spec.reduce, spec.reduce_buckets, os.path.join(run_dir, "pane-state"), results,
+                            os.path.join(run_dir, "metrics"), elastic=elastic, executors=control,
+                            batch_interval=spec.trigger)
+    else:
+        out = workload.stream_query(reader.load())
+
+        def sink(batch_df, batch_id: int) -> None:
+            workload.finalize_batch(batch_df).write.mode("overwrite").parquet(
+                os.path.join(results, f"batch_id={batch_id}"))
 
     t0 = time.time()
     query = (out.writeStream.outputMode("append").foreachBatch(sink)

@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 
 from adaptstream.admission import ADMISSION, BatchOutcome, PendingDataset, build_admission
+from adaptstream.allocation import ALLOCATORS, build_allocator
+from adaptstream.elasticity import ELASTICITY, BatchStats, build_elasticity
 from adaptstream.errors import ConfigError, UnknownNameError
 from adaptstream.partitioning import PARTITIONERS, build_partitioner
 from adaptstream.policy import ManualClock, Policy, PolicyStateError, PolicyStateFile
@@ -152,6 +154,29 @@ class SchedulerDriver:
 
     def settle(self, policy: Any) -> None:
         pass  # per-stream history is a ring of h epochs; nothing else grows
+class AllocatorDriver:
+    """One map task per step: its key clusters (Zipf sizes), the block's split flags, the job's bucket count."""
+        self.clock = ManualClock(0.0)
+        n = int(rng.integers(0, 300))
+        keys = rng.choice(1 << 40, n, replace=False).astype(np.int64)
+        sizes = rng.zipf(1.5, n).astype(np.int64)
+        split = rng.random(n) < 0.2
+        buckets = int(rng.choice([1, 2, 3, 4, 7]))
+        return buckets, policy.allocate(keys, sizes, split, buckets).tolist()
+        pass  # allocators keep nothing across batches
+class ElasticityDriver:
+    """A micro-batch engine whose processing time follows the plan: rows and keys swing (sinusoid + noise), the
+    map stage costs rows / map tasks, the reduce stage keys / reduce buckets."""
+        self.clock = ManualClock(0.0)
+        self.t = 0
+        rng, plan = self.rng, policy.plan
+        self.t += 1
+        rows = int(4000 * (1.2 + np.sin(self.t / 9.0)) * rng.uniform(0.9, 1.1))
+        keys = int(300 * (1.2 + np.cos(self.t / 13.0)) * rng.uniform(0.9, 1.1))
+        pt = 0.05 + rows / 5000.0 / plan.map_tasks + keys / 400.0 / plan.reduce_buckets
+        self.clock.advance(1.0)
+        return round(pt, 9), policy.on_batch(BatchStats(pt, 1.0, rows, keys)).as_tuple()
+        pass
 
 
 @dataclass(frozen=True)
@@ -166,6 +191,8 @@ FAMILIES = [
     Family("admission", ADMISSION, build_admission, AdmissionDriver),
     Family("partitioner", PARTITIONERS, build_partitioner, PartitionerDriver),
     Family("scheduler", SCHEDULERS, build_scheduler, SchedulerDriver),
+    Family("allocator", ALLOCATORS, build_allocator, AllocatorDriver),
+    Family("elasticity", ELASTICITY, build_elasticity, ElasticityDriver),
 ]
 
 #: every registered policy with its defaults, and the non-default settings whose state differs in kind
@@ -176,6 +203,7 @@ CASES = [(f, name, {}) for f in FAMILIES for name in f.registry.names()] + [
     (FAMILIES[1], "lm-hll", {"window": "explicit"}),  # HLL sketches span batches
     (FAMILIES[1], "cam", {"window": "explicit", "choices": 5}),
     (FAMILIES[2], "klink", {"variance": "mean", "slots": 2}),
+    (FAMILIES[4], "prompt", {"d": 1, "tolerance": 0.0}),
 ]
 RESTART_POINTS = [1, 37, 150, 211]
 IDS = [f"{f.name}:{n}" + "".join(f",{k}={v}" for k, v in p.items()) for f, n, p in CASES]
@@ -257,12 +285,15 @@ def test_restart_without_the_snapshot_would_be_noticed(family, name, params):
     instance recomputes unless a batch overran it (covered in test_admission)."""
     online = {"am", "cm", "cam", "lm", "pk2", "pk5", "am-hll", "cm-hll", "cam-hll", "lm-hll"}
     stateless = {"asap", "fixed", "hash", "time", "default", "fair"} | (online if not params else set())
+    stateless = {"asap", "fixed", "hash", "time"} | (online if not params else set())
+    stateless = {("admission", n) for n in stateless} | {("partitioner", n) for n in stateless}
+    stateless |= {("allocator", n) for n in ALLOCATORS.names()} | {("elasticity", "static")}
     reference = _uninterrupted(family, name, params, seed=11, steps=300)
     differs = any(
         _run(family, name, params, seed=11, steps=300, restart_at=at, restore=False) != reference
         for at in RESTART_POINTS
     )
-    assert differs != (name in stateless)
+    assert differs != ((family.name, name) in stateless)
 
 
 @pytest.mark.parametrize(("family", "name", "params"), CASES, ids=IDS)
@@ -359,9 +390,13 @@ def test_every_policy_builds_and_snapshots_without_spark():
         "import sys, json; sys.modules['pyspark'] = None\n"
         "from adaptstream.admission import ADMISSION, build_admission\n"
         "from adaptstream.partitioning import PARTITIONERS, build_partitioner\n"
+        "from adaptstream.allocation import ALLOCATORS, build_allocator\n"
+        "from adaptstream.elasticity import ELASTICITY, build_elasticity\n"
         "built = [build_admission(n) for n in ADMISSION] + [build_partitioner(n) for n in PARTITIONERS]\n"
+        "built += [build_allocator(n) for n in ALLOCATORS] + [build_elasticity(n) for n in ELASTICITY]\n"
         "print(len(json.dumps([p.state_dict() for p in built])) > 0, len(built))\n"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert res.returncode == 0, res.stderr[-2000:]
-    assert res.stdout.split() == ["True", str(len(ADMISSION.names()) + len(PARTITIONERS.names()))]
+    total = len(ADMISSION.names()) + len(PARTITIONERS.names()) + len(ALLOCATORS.names()) + len(ELASTICITY.names())
+    assert res.stdout.split() == ["True", str(total)]

@@ -8,6 +8,7 @@ from adaptstream.bench.klink import klink_command
 from adaptstream.bench.lmstream import lmstream_command
 from adaptstream.bench.redis import redis_command
 from adaptstream.bench.lmstream_load import lmstream_load_command
+from adaptstream.bench.prompt_processing import prompt_processing_command
 from adaptstream.bench.source import source_command
 
 app = typer.Typer(no_args_is_help=True, help="Benchmarks that compare our policies with Spark's own behaviour.")
@@ -16,3 +17,4 @@ app.command("lmstream-load")(lmstream_load_command)
 app.command("source")(source_command)
 app.command("redis")(redis_command)
 app.command("klink")(klink_command)
+app.command("prompt-processing")(prompt_processing_command)

@@ -11,9 +11,8 @@
 - Early batch release (Sec. 4.2, Fig. 7): `release(P)` computes the plan from the statistics so far, before
   the heartbeat; `assign` then only maps rows to planned fragments (one O(n) compiled pass); tuples that
   arrived after the release go to their home block while it has room, else to the emptiest block.
-- Reduce-bucket worst-fit (Alg. 3): `worst_fit_buckets` is a helper. Spark's DataFrame shuffle always
-  hash-partitions the partial aggregates, so adaptstream does not (and cannot, without replacing Spark's
-  exchange) apply it inside Spark; benchmarks use it to report the bucket imbalance Prompt would get.
+- Reduce-bucket worst-fit (Alg. 3) lives in :mod:`adaptstream.allocation` (`worst_fit_buckets`); the pane
+  execution mode (:mod:`adaptstream.spark.pane`) applies it inside Spark jobs.
 
 Deviation: CountTree is an array of approximate counts, and its in-order traversal is a numpy argsort at
 release time (O(K log K), measured by benchmarks/partitioning_cost.py), not a literal balanced BST.
@@ -35,7 +34,7 @@ import numpy as np
 from numba import njit
 
 from adaptstream.errors import PartitioningError
-from adaptstream.partitioning._kernels import IntTable, mix64, sanitize_keys, slot_of
+from adaptstream.partitioning._kernels import IntTable, sanitize_keys, slot_of
 from adaptstream.partitioning.base import LOG_LIMIT, Partitioner, check_args
 from adaptstream.policy import Clock
 
@@ -262,54 +261,6 @@ def _lookup_ids(tab_keys, tab_vals, keys):
         s = slot_of(tab_keys, keys[i])
         if tab_keys[s] == keys[i]:
             out[i] = tab_vals[s]
-    return out
-
-
-# ----------------------------------------------------------------------------------------- Alg. 3
-@njit(cache=True)
-def _worst_fit(keys, sizes, split, num_buckets, out):
-    total = 0
-    for i in range(sizes.shape[0]):
-        total += sizes[i]
-    rem = np.full(num_buckets, total / num_buckets)
-    for i in range(keys.shape[0]):  # split keys: hashing, identical in every map task
-        if split[i]:
-            b = np.int64(mix64(np.uint64(keys[i]), np.uint64(99)) % np.uint64(num_buckets))
-            out[i] = b
-            rem[b] -= sizes[i]
-    order = np.argsort(-sizes, kind="mergesort")
-    avail = np.ones(num_buckets, dtype=np.bool_)
-    left = num_buckets
-    for t in range(order.shape[0]):
-        i = order[t]
-        if split[i]:
-            continue
-        best = -1
-        for j in range(num_buckets):
-            if avail[j] and (best < 0 or rem[j] > rem[best]):
-                best = j
-        out[i] = best
-        rem[best] -= sizes[i]
-        avail[best] = False
-        left -= 1
-        if left == 0:
-            avail[:] = True
-            left = num_buckets
-
-
-def worst_fit_buckets(
-    cluster_keys: np.ndarray, cluster_sizes: np.ndarray, split: np.ndarray, num_buckets: int
-) -> np.ndarray:
-    """Prompt Alg. 3 for one map task: split keys by hashing, the rest worst-fit, largest first, each bucket
-    taken out of the candidate set until every bucket has received a cluster."""
-    out = np.empty(len(cluster_keys), dtype=np.int64)
-    _worst_fit(
-        np.ascontiguousarray(cluster_keys, np.int64),
-        np.ascontiguousarray(cluster_sizes, np.int64),
-        np.ascontiguousarray(split, np.bool_),
-        int(num_buckets),
-        out,
-    )
     return out
 
 

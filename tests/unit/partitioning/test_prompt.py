@@ -10,7 +10,8 @@ import pytest
 
 from adaptstream.partitioning import build_partitioner
 from adaptstream.partitioning.metrics import batch_report
-from adaptstream.partitioning.prompt import PromptPartitioner, bbpfi_plan, worst_fit_buckets
+from adaptstream.allocation.prompt import worst_fit_buckets
+from adaptstream.partitioning.prompt import PromptPartitioner, bbpfi_plan
 from adaptstream.workloads.partition_workloads import zipf_keys
 
 

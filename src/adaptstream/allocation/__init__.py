@@ -1,0 +1,24 @@
+"""Reduce-bucket allocators (Prompt Sec. 5): `hash` (Spark's shuffle) and `prompt` (Alg. 3 worst-fit).
+Resolve by name with :func:`build_allocator`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adaptstream.allocation.base import ReduceAllocator, hash_bucket
+from adaptstream.allocation.hash import HashAllocatorConfig
+from adaptstream.allocation.prompt import PromptAllocatorConfig, worst_fit_buckets
+from adaptstream.policy import build_from_registry
+from adaptstream.registry import Registry
+
+ALLOCATORS: Registry[Any] = Registry("reduce allocator")
+ALLOCATORS.register("hash")(HashAllocatorConfig)
+ALLOCATORS.register("prompt")(PromptAllocatorConfig)
+
+
+def build_allocator(name: str, **params: Any) -> ReduceAllocator:
+    """Build the named allocator (unknown names and parameters list the valid ones)."""
+    return build_from_registry(ALLOCATORS, name, params).build()
+
+
+__all__ = ["ALLOCATORS", "ReduceAllocator", "build_allocator", "hash_bucket", "worst_fit_buckets"]

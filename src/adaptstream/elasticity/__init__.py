@@ -1,0 +1,24 @@
+"""Elasticity policies (Prompt Sec. 6): `prompt` (Alg. 4 latency-aware auto-scale) and `static`.
+Resolve by name with :func:`build_elasticity`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adaptstream.elasticity.base import BatchStats, ElasticityPolicy, ExecutionPlan
+from adaptstream.elasticity.prompt import PromptElasticityConfig
+from adaptstream.elasticity.static import StaticConfig
+from adaptstream.policy import build_from_registry
+from adaptstream.registry import Registry
+
+ELASTICITY: Registry[Any] = Registry("elasticity policy")
+ELASTICITY.register("prompt")(PromptElasticityConfig)
+ELASTICITY.register("static")(StaticConfig)
+
+
+def build_elasticity(name: str, **params: Any) -> ElasticityPolicy:
+    """Build the named policy (unknown names and parameters list the valid ones)."""
+    return build_from_registry(ELASTICITY, name, params).build()
+
+
+__all__ = ["ELASTICITY", "BatchStats", "ElasticityPolicy", "ExecutionPlan", "build_elasticity"]

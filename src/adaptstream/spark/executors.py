@@ -1,0 +1,65 @@
+"""Executors at run time, through Spark's own cluster-manager requests (``SparkContext.requestExecutors`` /
+``killExecutor``, a Scala developer API reached through the JVM gateway). Standalone, YARN and Kubernetes honour
+them; ``local[*]`` runs one executor inside the driver and cannot, so :class:`ExecutorControl` refuses it with a
+clear error. ``killExecutor`` is refused by Spark while dynamic allocation is on: use one or the other."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from adaptstream.errors import ConfigError
+
+
+def check_elastic_master(master: str) -> None:
+    """Elasticity changes executors, which only a cluster manager can do."""
+    if master.strip().lower().startswith("local"):
+        msg = (f"--elastic needs a cluster manager (a spark:// standalone master, YARN or Kubernetes) to add and "
+               f"remove executors; {master!r} runs one executor inside the driver (start a standalone cluster with "
+               "scripts/cluster.sh start N and pass --master spark://127.0.0.1:7077)")
+        raise ConfigError(msg)
+
+
+class ExecutorControl:
+    """Live executor ids and a target count the cluster manager is asked to meet."""
+
+    def __init__(self, sc: Any) -> None:
+        check_elastic_master(sc.master)
+        if sc.getConf().get("spark.dynamicAllocation.enabled", "false").lower() == "true":
+            msg = "adaptstream's elasticity and Spark's dynamic allocation cannot both manage executors"
+            raise ConfigError(msg)
+        self.sc = sc
+        self._jsc = sc._jsc.sc()
+
+    def executors(self) -> list[str]:
+        """Ids of the executors alive now (the driver is not one)."""
+        seq = self._jsc.getExecutorIds()
+        it = seq.iterator()
+        ids = []
+        while it.hasNext():
+            ids.append(str(it.next()))
+        return sorted(ids, key=lambda x: int(x) if x.isdigit() else x)
+
+    def scale_to(self, n: int) -> dict:
+        """Ask for ``n`` executors: request the missing ones, or kill the newest surplus ones (without
+        replacement). Returns what was asked; executors arrive asynchronously (``wait_for``)."""
+        if n < 1:
+            msg = f"an application needs at least one executor, got {n}"
+            raise ConfigError(msg)
+        live = self.executors()
+        if n > len(live):
+            self._jsc.requestExecutors(n - len(live))
+            return {"requested": n - len(live), "killed": []}
+        victims = live[n:] if n < len(live) else []
+        for e in reversed(victims):
+            self._jsc.killExecutor(e)
+        return {"requested": 0, "killed": victims}
+
+    def wait_for(self, n: int, timeout: float = 60.0, poll: float = 0.25) -> bool:
+        """True once exactly ``n`` executors are alive (within ``timeout`` seconds)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if len(self.executors()) == n:
+                return True
+            time.sleep(poll)
+        return len(self.executors()) == n

@@ -1,0 +1,447 @@
+"""Pane execution mode: every micro-batch of a windowed aggregation is one Spark job whose map tasks are the
+source's input blocks and whose reduce stage is partitioned by a reduce allocator (Prompt Sec. 5, Alg. 3).
+
+Why: Structured Streaming's stateful aggregation hash-partitions its state into a number of shuffle partitions
+frozen into the checkpoint, so neither the reduce allocation nor the reduce parallelism can change per batch. Here
+the raw stream goes to ``foreachBatch`` and each batch is processed as a plain batch job:
+
+1. reference table: a light pass over the batch's blocks (one summary row per block: its distinct cluster-key
+   hashes, its largest event time) tells which clusters are split over several blocks;
+2. map stage (one task per input block): data rows get their pane (the slide-aligned interval of their event
+   time) and cluster key (pane, group columns); the allocator assigns the block's clusters to R reduce buckets and
+   each row carries a column whose Spark hash lands exactly in its bucket, so ``repartition(R, column)`` (Spark's
+   own exchange) routes it there;
+3. reduce stage (R tasks): per-(pane, key) partial aggregates (sum, count), written as Parquet per batch id under
+   the pane directory (kept by Spark on disk, never in driver memory);
+4. windows whose end the watermark (largest event time so far minus the workload's delay) passed during this
+   batch are combined from their panes' partial aggregates by a Spark SQL job and written per batch id.
+
+Exactly-once: everything a batch writes is keyed by its batch id and overwritten when Spark replays the batch after
+a crash (the same offsets, hence the same rows); the watermark a batch starts from is read from the previous
+batch's small metadata file, so a replay decides the same windows. Rows older than that watermark are dropped as
+late, as Spark's stateful operators drop them, and counted in the metadata.
+Elasticity (``elastic``, Prompt Alg. 4): after each batch the policy sees W = batch time / batch interval, rows and
+keys, and its plan sets the next batch's reduce buckets and, with an :class:`ExecutorControl` on a cluster, the
+executors. The map tasks it plans are recorded but not applied: the source's block count is fixed when the query
+starts. Its state is saved per batch id beside the panes, so a replayed batch is not counted twice.
+Measurement: per-task input records and durations of every reduce stage come from Spark's status store
+(:mod:`adaptstream.spark.taskmetrics`) and go to ``panes.jsonl`` in the metrics directory.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from adaptstream.errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+    from adaptstream.elasticity import ElasticityPolicy
+    from adaptstream.spark.executors import ExecutorControl
+    from adaptstream.workloads.base import Workload
+
+
+@dataclass(frozen=True)
+class PaneSpec:
+    """A windowed aggregation as panes: raw-unit time, data rows, groups and decomposable aggregates."""
+
+    name: str
+    time_sql: str  # event time in raw units (seconds or microseconds since 1970) over the raw columns
+    data_sql: str  # which rows are data (the rest, e.g. the end-of-input sentinel, only move the watermark)
+    ts_fn: str  # timestamp_seconds | timestamp_micros: raw units -> TIMESTAMP
+    window: int  # raw units
+    slide: int
+    delay: int
+    groups: tuple[str, ...]
+    out_groups: tuple[str, ...]
+    values: tuple[str, ...]  # each gets a partial sum s_<v> and count n_<v>
+    finals: tuple[tuple[str, str], ...]  # (output column, SQL over the combined s_<v>, n_<v>)
+    having: str | None = None
+
+
+def pane_spec(workload: Workload) -> PaneSpec:
+    """The pane form of an aggregation workload; a clear error for a workload without a reduce stage to shape."""
+    from adaptstream.workloads.lmstream_queries import CategoryCpuWorkload, JobCpuWorkload, SegmentSpeedWorkload
+
+    if not isinstance(workload, SegmentSpeedWorkload | CategoryCpuWorkload | JobCpuWorkload):
+        msg = f"--reduce needs a windowed aggregation workload; {workload.name} is not one (valid: {PANE_WORKLOADS})"
+        raise ConfigError(msg)
+    unit = workload.time_unit_per_s
+    common: dict[str, Any] = {
+        "name": workload.name,
+        "time_sql": workload.abs_time_sql,
+        "ts_fn": "timestamp_seconds" if unit == 1 else "timestamp_micros",
+        "window": round(workload.window_s * unit),
+        "slide": round(workload.effective_slide_s * unit),
+        "delay": round(workload.watermark_delay_s * unit),
+    }
+    if isinstance(workload, SegmentSpeedWorkload):
+        return PaneSpec(data_sql=workload.data_predicate, groups=("XWay", "Dir", "Seg"),
+                        out_groups=("highway", "direction", "segment"), values=("Spd",),
+                        finals=(("avgSpeed", "CAST(s_Spd AS DOUBLE) / n_Spd"),),
+                        having=f"avgSpeed < {workload.threshold_mph}", **common)
+    if isinstance(workload, CategoryCpuWorkload):
+        return PaneSpec(data_sql=workload.data_predicate, groups=("scheduling_class",), out_groups=("category",),
+                        values=("cpu_request",), finals=(("totalCpu", "s_cpu_request"),), **common)
+    return PaneSpec(data_sql=f"({workload.data_predicate}) AND event_type = {workload.event_type}",
+                    groups=("job_id",), out_groups=("jobId",), values=("cpu_request",),
+                    finals=(("avgCpu", "CASE WHEN n_cpu_request > 0 THEN s_cpu_request / n_cpu_request END"),),
+                    **common)
+
+
+PANE_WORKLOADS = "LR2S, CM1S, CM1T, CM2S"
+
+
+# ------------------------------------------------------------------------------------------ executor side
+def _table(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
+    return pa.Table.from_batches(list(batches), schema=schema)
+
+
+def _data_rows(tbl: pa.Table, spec: PaneSpec, wm_prev: int | None) -> tuple[pa.Table, int]:
+    """Data rows not older than the watermark the batch started from, with their pane; and the late count."""
+    t = tbl.column("_t")
+    data = pc.fill_null(pc.and_(tbl.column("_data"), pc.is_valid(t)), False)
+    late = 0
+    if wm_prev is not None:
+        on_time = pc.fill_null(pc.greater_equal(t, wm_prev), False)
+        late = int(pc.sum(pc.and_(data, pc.invert(on_time))).as_py() or 0)
+        data = pc.and_(data, on_time)
+    rows = tbl.filter(data)
+    t = rows.column("_t").to_numpy(zero_copy_only=False).astype(np.int64)
+    pane = (np.floor_divide(t, spec.slide) * spec.slide).astype(np.int64)
+    return rows.append_column("_pane", pa.array(pane, pa.int64())), late
+
+
+def _cluster_keys(rows: pa.Table, spec: PaneSpec) -> np.ndarray:
+    from adaptstream.partitioning.base import key_hash
+
+    if rows.num_rows == 0:
+        return np.zeros(0, np.int64)
+    return key_hash(rows, ["_pane", *spec.groups])
+
+
+def _task_id() -> int:
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return int(ctx.partitionId()) if ctx is not None else 0
+
+
+def summarize_blocks(batches, schema: pa.Schema, spec: PaneSpec, wm_prev: int | None):
+    """One row per block: its index, largest event time (all rows), data rows, late rows, distinct cluster keys."""
+    tbl = _table(batches, schema)
+    t = tbl.column("_t")
+    max_t = pc.max(t).as_py() if tbl.num_rows else None
+    rows, late = _data_rows(tbl, spec, wm_prev)
+    keys = np.unique(_cluster_keys(rows, spec))
+    yield pa.RecordBatch.from_pydict(
+        {"block": [_task_id()], "max_t": [max_t], "rows": [rows.num_rows], "late": [late],
+         "keys": [keys.tobytes()], "max_pane": [int(pc.max(rows.column("_pane")).as_py()) if rows.num_rows else None]},
+        schema=SUMMARY_ARROW)
+
+
+SUMMARY_ARROW = pa.schema([("block", pa.int32()), ("max_t", pa.int64()), ("rows", pa.int64()),
+                           ("late", pa.int64()), ("keys", pa.binary()), ("max_pane", pa.int64())])
+SUMMARY_DDL = "block INT, max_t BIGINT, rows BIGINT, late BIGINT, keys BINARY, max_pane BIGINT"
+
+
+def map_side(batches, schema: pa.Schema, out_schema: pa.Schema, spec: PaneSpec, wm_prev: int | None,
+             allocator: str, buckets: int, tasks: int, split_bc: Any, route: tuple[int, ...], seconds: Any):
+    """Map task: cluster keys of this block -> reduce bucket (the allocator sees this block only)."""
+    from adaptstream.allocation import build_allocator
+
+    tbl = _table(batches, schema)
+    rows, _ = _data_rows(tbl, spec, wm_prev)
+    if rows.num_rows == 0:
+        return
+    keys = _cluster_keys(rows, spec)
+    split = np.frombuffer(split_bc.value, dtype=np.int64)
+    t0 = time.perf_counter()
+    bucket = build_allocator(allocator).assign_rows(keys, split, buckets, _task_id(), tasks)
+    seconds.add(time.perf_counter() - t0)
+    pk = np.asarray(route, np.int64)[bucket]
+    out = rows.append_column("_pk", pa.array(pk, pa.int64())).select(out_schema.names)
+    yield from out.cast(out_schema).to_batches()
+
+
+def reduce_side(batches, schema: pa.Schema, out_schema: pa.Schema, spec: PaneSpec):
+    """Reduce task: partial aggregates per (pane, key) of the clusters routed to this bucket."""
+    tbl = _table(batches, schema)
+    if tbl.num_rows == 0:
+        return
+    aggs = [(v, f) for v in spec.values for f in ("sum", "count")]
+    res = tbl.group_by(["_pane", *spec.groups], use_threads=False).aggregate(aggs)
+    names = {f"{v}_{f}": f"{'s' if f == 'sum' else 'n'}_{v}" for v, f in aggs}
+    res = res.rename_columns([names.get(c, c) for c in res.column_names]).select(out_schema.names)
+    yield from res.cast(out_schema).to_batches()
+
+
+# ------------------------------------------------------------------------------------------ driver side
+_ROUTES: dict[int, tuple[int, ...]] = {}
+
+
+def bucket_route(spark: SparkSession, buckets: int) -> tuple[int, ...]:
+    """route[b] = a BIGINT whose Spark hash puts it in partition b of ``repartition(buckets, col)``
+    (Murmur3 seed 42, pmod: the same expression as Spark's HashPartitioning), found once per bucket count."""
+    if buckets not in _ROUTES:
+        rows = (spark.range(0, 256 * buckets).selectExpr("id", f"pmod(hash(id), {buckets}) AS b")
+                .groupBy("b").agg({"id": "min"}).collect())
+        found = {int(r[0]): int(r[1]) for r in rows}
+        if len(found) != buckets:
+            msg = f"no routing value found for every one of {buckets} reduce buckets"
+            raise ConfigError(msg)
+        _ROUTES[buckets] = tuple(found[b] for b in range(buckets))
+    return _ROUTES[buckets]
+
+
+def _write_json_atomic(path: str, doc: dict) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class PaneExecutor:
+    """The ``foreachBatch`` function of a pane-mode query (see the module docstring)."""
+
+    def __init__(self, workload: Workload | None, allocator: str, buckets: int, state_dir: str, results_dir: str,
+                 metrics_path: str | None = None, on_batch: Callable[[dict], None] | None = None,
+                 spec: PaneSpec | None = None, elastic: ElasticityPolicy | None = None,
+                 executors: ExecutorControl | None = None, batch_interval: float = 1.0) -> None:
+        from adaptstream.allocation import ALLOCATORS
+
+        ALLOCATORS.get(allocator)
+        if buckets < 1:
+            msg = f"reduce buckets must be >= 1, got {buckets}"
+            raise ConfigError(msg)
+        if spec is None and workload is None:
+            msg = "PaneExecutor needs a workload or a PaneSpec"
+            raise ConfigError(msg)
+        self.workload = workload
+        self.spec = spec if spec is not None else pane_spec(workload)  # type: ignore[arg-type]
+        self.allocator = allocator
+        self.buckets = int(buckets)
+        self.state_dir = os.path.abspath(state_dir)
+        self.panes_dir = os.path.join(self.state_dir, "panes")
+        self.meta_dir = os.path.join(self.state_dir, "meta")
+        self.results_dir = os.path.abspath(results_dir)
+        self.metrics_path = metrics_path
+        self.on_batch = on_batch
+        self.elastic = elastic
+        self.executor_control = executors
+        self.batch_interval = float(batch_interval)
+        if elastic is not None:
+            self.buckets = elastic.plan.reduce_buckets
+        os.makedirs(self.panes_dir, exist_ok=True)
+        os.makedirs(self.meta_dir, exist_ok=True)
+
+    # -- state of earlier batches
+    def _meta(self, batch_id: int) -> dict | None:
+        try:
+            with open(os.path.join(self.meta_dir, f"{batch_id}.json")) as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return None
+
+    def _watermark(self, max_t: int | None) -> int | None:
+        return None if max_t is None else max_t - self.spec.delay
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        self.process(df, int(batch_id))
+
+    def process(self, df: DataFrame, batch_id: int) -> dict:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from adaptstream.spark.taskmetrics import reduce_stage_tasks
+
+        spark, sc, spec = df.sparkSession, df.sparkSession.sparkContext, self.spec
+        spark.conf.set("spark.sql.adaptive.enabled", "false")  # AQE would coalesce the reduce buckets
+        t_start = time.perf_counter()
+        self._restore_elastic(batch_id)
+        prev = self._meta(batch_id - 1) if batch_id > 0 else None
+        max_t_before = prev["max_t_through"] if prev else None
+        wm_prev = self._watermark(max_t_before)
+        proj = df.selectExpr(f"{spec.time_sql} AS _t", f"CASE WHEN ({spec.data_sql}) THEN true ELSE false END AS _data",
+                             *spec.groups, *spec.values).persist()
+        try:
+            in_arrow = to_arrow_schema(proj.schema, timezone="UTC")
+            group = f"adaptstream-pane-{spec.name}-{batch_id}"
+            sc.setJobGroup(group, f"pane batch {batch_id}", False)
+            t0 = time.perf_counter()
+            summary = proj.mapInArrow(
+                functools.partial(summarize_blocks, schema=in_arrow, spec=spec, wm_prev=wm_prev), SUMMARY_DDL
+            ).collect()
+            ref_s = time.perf_counter() - t0
+            blocks = len(summary)
+            key_sets = [np.frombuffer(r["keys"], np.int64) for r in summary]
+            all_keys, counts = np.unique(np.concatenate(key_sets), return_counts=True) if key_sets else (
+                np.zeros(0, np.int64), np.zeros(0, np.int64))
+            split = all_keys[counts > 1]
+            rows = sum(int(r["rows"]) for r in summary)
+            late = sum(int(r["late"]) for r in summary)
+            batch_max = max((r["max_t"] for r in summary if r["max_t"] is not None), default=None)
+            max_t = max((x for x in (max_t_before, batch_max) if x is not None), default=None)
+            panes = [r["max_pane"] for r in summary if r["max_pane"] is not None]
+            stats = {"batch": batch_id, "rows": rows, "late": late, "keys": len(all_keys),
+                     "split_keys": len(split), "map_tasks": blocks, "reduce_buckets": self.buckets,
+                     "allocator": self.allocator, "reference_s": ref_s}
+            if rows:
+                stats.update(self._shuffle(proj, in_arrow, wm_prev, split, blocks, batch_id))
+            t_win = time.perf_counter()
+            stats["windows"] = self._emit(spark, batch_id, wm_prev, self._watermark(max_t))
+            stats["emit_s"] = time.perf_counter() - t_win
+            _write_json_atomic(os.path.join(self.meta_dir, f"{batch_id}.json"),
+                               {"batch": batch_id, "max_t_through": max_t, "max_pane": max(panes, default=None),
+                                "rows": rows, "late": late})
+            self._collect_garbage(wm_prev, batch_id)
+            stats["batch_s"] = time.perf_counter() - t_start
+            if rows:
+                stats["reduce_tasks"] = reduce_stage_tasks(sc, sc.statusTracker().getJobIdsForGroup(group),
+                                                           self.buckets)
+        finally:
+            sc.setJobGroup(None, None, False)  # type: ignore[arg-type]
+            proj.unpersist()
+        if self.elastic is not None:
+            stats["elastic"] = self._scale(stats, batch_id)
+        if self.metrics_path:
+            os.makedirs(self.metrics_path, exist_ok=True)
+            with open(os.path.join(self.metrics_path, "panes.jsonl"), "a") as f:
+                f.write(json.dumps(stats) + "\n")
+        if self.on_batch is not None:
+            self.on_batch(stats)
+        return stats
+
+    # -- elasticity (Prompt Alg. 4): the next batch's reduce buckets and executors
+    def _elastic_path(self) -> str:
+        return os.path.join(self.state_dir, "elasticity.json")
+
+    def _restore_elastic(self, batch_id: int) -> None:
+        """The policy as it was before this batch (a replayed batch must not be counted twice)."""
+        if self.elastic is None or not os.path.exists(self._elastic_path()):
+            return
+        with open(self._elastic_path()) as f:
+            saved = json.load(f)
+        state = saved["state"] if saved["after"] == batch_id - 1 else saved["prev"] if saved["after"] == batch_id \
+            else None
+        if state is not None:
+            self.elastic.load_state_dict(state)
+            self.buckets = self.elastic.plan.reduce_buckets
+
+    def _scale(self, stats: dict, batch_id: int) -> dict:
+        from adaptstream.elasticity import BatchStats
+
+        assert self.elastic is not None
+        before = self.elastic.state_dict()
+        plan = self.elastic.on_batch(BatchStats(stats["batch_s"], self.batch_interval, stats["rows"], stats["keys"]))
+        _write_json_atomic(self._elastic_path(), {"after": batch_id, "state": self.elastic.state_dict(),
+                                                  "prev": before})
+        self.buckets = plan.reduce_buckets
+        out = {"load": stats["batch_s"] / self.batch_interval, "map_tasks": plan.map_tasks,
+               "reduce_buckets": plan.reduce_buckets, "executors": plan.executors}
+        if self.executor_control is not None:
+            out["live_executors"] = len(self.executor_control.executors())
+            out.update(self.executor_control.scale_to(plan.executors))
+        return out
+
+    def _shuffle(self, proj: DataFrame, in_arrow: pa.Schema, wm_prev: int | None, split: np.ndarray,
+                 blocks: int, batch_id: int) -> dict:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        spark, sc, spec = proj.sparkSession, proj.sparkSession.sparkContext, self.spec
+        types = {f.name: f.type for f in in_arrow}
+        map_out = pa.schema([("_pk", pa.int64()), ("_pane", pa.int64()),
+                             *[(g, types[g]) for g in spec.groups], *[(v, types[v]) for v in spec.values]])
+        red_out = pa.schema([("_pane", pa.int64()), *[(g, types[g]) for g in spec.groups],
+                             *[(f"{p}_{v}", pa.int64() if p == "n" or pa.types.is_integer(types[v]) else pa.float64())
+                               for v in spec.values for p in ("s", "n")]])
+        split_bc = sc.broadcast(split.astype(np.int64).tobytes())
+        seconds = sc.accumulator(0.0)
+        try:
+            mapped = proj.mapInArrow(
+                functools.partial(map_side, schema=in_arrow, out_schema=map_out, spec=spec, wm_prev=wm_prev,
+                                  allocator=self.allocator, buckets=self.buckets, tasks=blocks, split_bc=split_bc,
+                                  route=bucket_route(spark, self.buckets), seconds=seconds),
+                from_arrow_schema(map_out))
+            reduced = mapped.repartition(self.buckets, "_pk").mapInArrow(
+                functools.partial(reduce_side, schema=map_out, out_schema=red_out, spec=spec),
+                from_arrow_schema(red_out))
+            t0 = time.perf_counter()
+            reduced.write.mode("overwrite").parquet(self._pane_path(batch_id))
+            return {"job_s": time.perf_counter() - t0, "allocator_s": float(seconds.value)}
+        finally:
+            split_bc.unpersist()
+
+    def _pane_path(self, batch_id: int) -> str:
+        return os.path.join(self.panes_dir, f"batch_id={batch_id}")
+
+    def _emit(self, spark: SparkSession, batch_id: int, wm_prev: int | None, wm_now: int | None) -> int:
+        """Windows whose end lies in (wm_prev, wm_now], from their panes' partial aggregates; returns how many."""
+        spec = self.spec
+        out_path = os.path.join(self.results_dir, f"batch_id={batch_id}")
+        live = [d for d in sorted(os.listdir(self.panes_dir)) if d.startswith("batch_id=")
+                and int(d.split("=")[1]) <= batch_id and os.path.exists(os.path.join(self.panes_dir, d, "_SUCCESS"))]
+        if wm_now is None or (wm_prev is not None and wm_now <= wm_prev) or not live:
+            return 0
+        panes = spark.read.parquet(*[os.path.join(self.panes_dir, d) for d in live])
+        lo = "" if wm_prev is None else f"AND e > {wm_prev}"
+        partials = ", ".join(f"SUM({p}_{v}) AS {p}_{v}" for v in spec.values for p in ("s", "n"))
+        groups = ", ".join(spec.groups)
+        view = f"adaptstream_panes_{spec.name.lower()}_{batch_id}"
+        panes.createOrReplaceTempView(view)
+        combined = spark.sql(
+            f"SELECT e - {spec.window} AS ws, e AS we, {groups}, {partials} FROM {view} "
+            f"LATERAL VIEW explode(sequence(_pane + {spec.slide}, _pane + {spec.window}, CAST({spec.slide} AS BIGINT)))"
+            f" x AS e WHERE e <= {wm_now} {lo} GROUP BY e, {groups}")
+        out = combined.selectExpr(
+            f"{spec.ts_fn}(ws) AS window_start", f"{spec.ts_fn}(we) AS window_end",
+            *[f"{g} AS {o}" for g, o in zip(spec.groups, spec.out_groups, strict=True)],
+            *[f"{sql} AS {name}" for name, sql in spec.finals])
+        if spec.having:
+            out = out.where(spec.having)
+        out = (self.workload.finalize_batch(out) if self.workload is not None else out).persist()
+        try:
+            n = out.count()
+            if n:
+                out.write.mode("overwrite").parquet(out_path)
+            elif os.path.exists(out_path):
+                shutil.rmtree(out_path)
+        finally:
+            out.unpersist()
+            spark.catalog.dropTempView(view)
+        return n
+
+    def _collect_garbage(self, wm_prev: int | None, batch_id: int) -> None:
+        """Drop the panes of batches whose every window closed before this batch began (replay-safe: it uses the
+        watermark this batch started from, which a replay of the batch starts from too)."""
+        if wm_prev is None:
+            return
+        for d in os.listdir(self.panes_dir):
+            if not d.startswith("batch_id="):
+                continue
+            old = int(d.split("=")[1])
+            meta = self._meta(old)
+            if old < batch_id and meta is not None and (
+                    meta["max_pane"] is None or meta["max_pane"] + self.spec.window <= wm_prev):
+                shutil.rmtree(os.path.join(self.panes_dir, d), ignore_errors=True)
+
+
+def read_results(spark: SparkSession, results_dir: str) -> list[tuple]:
+    """Every window result a pane-mode query wrote (all batch ids)."""
+    if not os.path.isdir(results_dir) or not any(d.startswith("batch_id=") for d in os.listdir(results_dir)):
+        return []
+    df = spark.read.parquet(results_dir).drop("batch_id")
+    return [tuple(r) for r in df.collect()]

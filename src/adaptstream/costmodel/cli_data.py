@@ -76,3 +76,67 @@ def import_dot(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
     typer.echo(f"wrote {n} traces to {out}")
+
+
+@app.command("testbed")
+def testbed_cmd(
+    hosts: Annotated[str, typer.Option(help="host categories in order, e.g. small,medium,large or small:cpu=30")] = (
+        "small,medium,large"
+    ),
+    seconds: Annotated[float, typer.Option(help="keep it up this long (0 = until Ctrl-C / SIGTERM)")] = 0.0,
+    workdir: Annotated[
+        Path | None, typer.Option(help="directory for logs and the ledger (default: a temp dir)")
+    ] = None,
+) -> None:
+    """Start the REAL heterogeneous testbed (root): master + one confined worker per host; removed on exit."""
+    from adaptstream.costmodel.testbed.cluster import Testbed
+    from adaptstream.costmodel.testbed.hosts import parse_hosts
+
+    specs = parse_hosts(hosts)
+    with Testbed(specs, workdir=workdir) as tb:
+        typer.echo(
+            json.dumps(
+                {
+                    "master": tb.master_url,
+                    "driver_host": tb.driver_host,
+                    "dir": str(tb.dir),
+                    "hosts": [
+                        {
+                            **h.to_dict(),
+                            "addr": tb.addr[h.name],
+                            "netns": tb.netns(h.name),
+                            "cgroup": tb.cgroup(h.name),
+                            "rtt_ms": tb.rtt_ms[h.name],
+                        }
+                        for h in specs
+                    ],
+                },
+                indent=1,
+            ),
+            nl=True,
+        )
+        try:
+            deadline = time.monotonic() + seconds if seconds > 0 else float("inf")
+            while time.monotonic() < deadline:
+                time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+        except KeyboardInterrupt:
+            pass
+    typer.echo("testbed removed")
+
+
+@app.command("testbed-down")
+def testbed_down(
+    ledger: Annotated[Path, typer.Argument(help="ledger.json of a testbed whose process died")],
+) -> None:
+    """Remove what a crashed testbed left (its processes, cgroups, namespaces, links), as listed in its ledger."""
+    from adaptstream.costmodel.testbed import system
+    from adaptstream.errors import ConfigError
+
+    if not ledger.is_file():
+        msg = f"ledger {ledger} does not exist"
+        raise ConfigError(msg)
+    system.check_support()
+    problems = system.teardown(system.Ledger(ledger))
+    if problems:
+        raise AdaptstreamError("; ".join(problems))
+    typer.echo("removed")

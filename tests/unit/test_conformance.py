@@ -154,21 +154,38 @@ class SchedulerDriver:
 
     def settle(self, policy: Any) -> None:
         pass  # per-stream history is a ring of h epochs; nothing else grows
+
+
 class AllocatorDriver:
     """One map task per step: its key clusters (Zipf sizes), the block's split flags, the job's bucket count."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
         self.clock = ManualClock(0.0)
+
+    def step(self, policy: Any) -> Any:
+        rng = self.rng
         n = int(rng.integers(0, 300))
         keys = rng.choice(1 << 40, n, replace=False).astype(np.int64)
         sizes = rng.zipf(1.5, n).astype(np.int64)
         split = rng.random(n) < 0.2
         buckets = int(rng.choice([1, 2, 3, 4, 7]))
         return buckets, policy.allocate(keys, sizes, split, buckets).tolist()
+
+    def settle(self, policy: Any) -> None:
         pass  # allocators keep nothing across batches
+
+
 class ElasticityDriver:
     """A micro-batch engine whose processing time follows the plan: rows and keys swing (sinusoid + noise), the
     map stage costs rows / map tasks, the reduce stage keys / reduce buckets."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
         self.clock = ManualClock(0.0)
         self.t = 0
+
+    def step(self, policy: Any) -> Any:
         rng, plan = self.rng, policy.plan
         self.t += 1
         rows = int(4000 * (1.2 + np.sin(self.t / 9.0)) * rng.uniform(0.9, 1.1))
@@ -176,6 +193,8 @@ class ElasticityDriver:
         pt = 0.05 + rows / 5000.0 / plan.map_tasks + keys / 400.0 / plan.reduce_buckets
         self.clock.advance(1.0)
         return round(pt, 9), policy.on_batch(BatchStats(pt, 1.0, rows, keys)).as_tuple()
+
+    def settle(self, policy: Any) -> None:
         pass
 
 

@@ -303,9 +303,9 @@ def test_restart_without_the_snapshot_would_be_noticed(family, name, params):
     whose statistics live for one batch, and `fixed`, whose only state is the next grid point, which a fresh
     instance recomputes unless a batch overran it (covered in test_admission)."""
     online = {"am", "cm", "cam", "lm", "pk2", "pk5", "am-hll", "cm-hll", "cam-hll", "lm-hll"}
-    stateless = {"asap", "fixed", "hash", "time", "default", "fair"} | (online if not params else set())
     stateless = {"asap", "fixed", "hash", "time"} | (online if not params else set())
     stateless = {("admission", n) for n in stateless} | {("partitioner", n) for n in stateless}
+    stateless |= {("scheduler", "default"), ("scheduler", "fair")}
     stateless |= {("allocator", n) for n in ALLOCATORS.names()} | {("elasticity", "static")}
     reference = _uninterrupted(family, name, params, seed=11, steps=300)
     differs = any(

@@ -50,7 +50,9 @@ class _Server:
     """A redis-server from scripts/redis.sh (stopped by PID at the end), or an existing one."""
 
     def __init__(self, url: str | None) -> None:
-        self.url, self.pid, self.dir = url, None, None
+        self.url: str | None = url
+        self.pid: str | None = None
+        self.dir: str | None = None
 
     def __enter__(self) -> _Server:
         if self.url is None:

@@ -390,9 +390,9 @@ class RedisConnector(Connector):
         """Stop, naming the ID range, when entries above the committed offset were trimmed or deleted upstream:
         recorded ranges not yet committed must still start where they did, and nothing may vanish unseen."""
         pending: dict[str, DatasetRef] = {}
-        for ref in self.manifest.items[committed_seq:]:
-            if ref.last_id and ref.path not in pending:
-                pending[ref.path] = ref
+        for item in self.manifest.items[committed_seq:]:
+            if item.last_id and item.path not in pending:
+                pending[item.path] = item
         for s in self.addr.streams:
             why = self.lost.get(s)
             ref = pending.get(s)
@@ -413,13 +413,13 @@ class RedisConnector(Connector):
         """XTRIM MINID: drop the entries of each stream up to the committed offset (after Spark's commit)."""
         for s, done in committed.items():
             if id_key(done) > (0, 0):
+                minid = next_id(done)
+
+                def trim_one(s: str = s, minid: str = minid) -> object:
+                    return self.r.xtrim(s, minid=minid, approximate=False)
+
                 try:
-                    retrying(
-                        self.addr,
-                        self.timeout,
-                        f"trimming {s!r}",
-                        lambda s=s, done=done: self.r.xtrim(s, minid=next_id(done), approximate=False),
-                    )
+                    retrying(self.addr, self.timeout, f"trimming {s!r}", trim_one)
                 except ConnectorError as e:  # the next commit trims again (MINID only grows)
                     log.warning("%s", e)
 
@@ -440,12 +440,11 @@ def read_entries(r, addr: RedisAddress, stream: str, first: str, last: str, time
     out: list = []
     lo = first
     while True:
-        chunk = retrying(
-            addr,
-            timeout,
-            f"reading {stream!r} {lo}..{last}",
-            lambda lo=lo: r.xrange(stream, min=lo, max=last, count=XRANGE_CHUNK),
-        )
+
+        def one(lo: str = lo) -> list:
+            return r.xrange(stream, min=lo, max=last, count=XRANGE_CHUNK)
+
+        chunk = retrying(addr, timeout, f"reading {stream!r} {lo}..{last}", one)
         out += chunk
         if len(chunk) < XRANGE_CHUNK:
             return out

@@ -54,13 +54,16 @@ def csv_lines(table: pa.Table) -> list[bytes]:
     return out
 
 
-def entries_of(table: pa.Table, entry_format: str = "row", field: str = "row") -> list[dict[str, bytes]]:
+def entries_of(table: pa.Table, entry_format: str = "row", field: str = "row") -> list[dict[str, bytes | str]]:
     """Stream entries for a table: ``row`` puts one CSV line in one field; ``fields`` one field per column."""
     lines = csv_lines(table)
     if entry_format == "row":
         return [{field: line} for line in lines]
     names = table.column_names
-    return [dict(zip(names, values, strict=True)) for values in csv.reader(x.decode() for x in lines)]
+    out: list[dict[str, bytes | str]] = []
+    for values in csv.reader(x.decode() for x in lines):
+        out.append(dict(zip(names, values, strict=True)))
+    return out
 
 
 def write_entries(r, streams: tuple[str, ...], entries: Iterable[dict], offset: int = 0) -> int:
@@ -104,9 +107,11 @@ def produce(
                     if wait > 0:
                         sleep(wait)
                 w0 = clock()
-                written += retrying(
-                    addr, timeout, "writing entries", lambda c=chunk, o=written: write_entries(r, addr.streams, c, o)
-                )
+
+                def write(c: list = chunk, o: int = written) -> int:
+                    return write_entries(r, addr.streams, c, o)
+
+                written += retrying(addr, timeout, "writing entries", write)
                 writing += clock() - w0
     finally:
         r.close()

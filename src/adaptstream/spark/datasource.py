@@ -33,13 +33,14 @@ from pyspark.sql.types import StructType
 
 from adaptstream.admission import PendingDataset, build_admission
 from adaptstream.connectors.base import Connector, DatasetRef, Manifest, StateLock
+from adaptstream.connectors.redis import RedisConnector
 from adaptstream.errors import ConfigError, ConnectorError
 from adaptstream.metrics.recorder import MetricsRecorder
 from adaptstream.policy import PolicyStateFile
 from adaptstream.spark.accounting import Accountant, Planned, Quarantine
 from adaptstream.spark.options import SourceOptions
 from adaptstream.spark.planner import DriverPlanner, plan_ranges, plan_slices
-from adaptstream.spark.read import read_partition
+from adaptstream.spark.read import SlicePartition, read_partition
 
 FORMAT = "adaptstream"
 
@@ -54,7 +55,7 @@ def build_connector(opts: SourceOptions, manifest: Manifest, on_changed=None, st
     from adaptstream.connectors.files import FilesConnector
 
     if opts.connector == "redis":
-        from adaptstream.connectors.redis import RedisConnector, parse_url
+        from adaptstream.connectors.redis import parse_url
 
         return RedisConnector(
             manifest,
@@ -134,7 +135,7 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self.parts_dir = os.path.join(self.state_dir, "parts")
         self.quarantine = Quarantine(self.opts.metrics_path or self.state_dir)
         self.connector = build_connector(self.opts, self.manifest, self._file_changed, self.state_dir)
-        self.redis = self.connector if self.opts.connector == "redis" else None
+        self.redis = self.connector if isinstance(self.connector, RedisConnector) else None
         policy = build_admission(
             self.opts.admission,
             slide=self.opts.slide,
@@ -159,6 +160,8 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self._polls = 0
         self.sched = self._controller_client()
         self._started = True
+        if self.redis is not None:
+            self._check_offset(offset)  # a restart: the checkpoint's entry IDs must be the state directory's
 
     def _controller_client(self):
         """The application's scheduling controller (control/), when the ``controller`` option names one."""
@@ -402,7 +405,8 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
                 )
             else:
                 parts = plan_slices(refs, self.opts.num_blocks, self.opts.max_partition_bytes, self.parts_dir)
-            block_rows, blocks = None, [[sl.seq for sl in getattr(p, "slices", None) or p.ranges] for p in parts]
+            block_rows = None
+            blocks = [[x.seq for x in (p.slices if isinstance(p, SlicePartition) else p.ranges)] for p in parts]  # type: ignore[attr-defined]
         self.accounts.inflight = Planned(s, e, admitted_at, t0, est, refs, blocks, block_rows, time.time() - t0)
         return parts
 

@@ -134,6 +134,14 @@ def klink_command(
     start_spread: Annotated[float, typer.Option(min=0.0, help="random start in [0, S] s (paper: 20)")] = 5.0,
     replay_seconds: Annotated[int, typer.Option(min=100, help="event seconds in the SWM accuracy replay")] = 4000,
     seed: Annotated[int, typer.Option(min=0)] = 0,
+    budget_minutes: Annotated[
+        float,
+        typer.Option(
+            min=1.0,
+            help="skip the runs left once this much time passed "
+            "(largest N first, so the comparison at saturation comes first)",
+        ),
+    ] = 25.0,
 ) -> None:
     """Output latency of N concurrent YSB queries under every scheduler (Klink Fig. 6a/6b, 9c/9d shapes)."""
     from adaptstream.bench.klink_report import write_report

@@ -138,6 +138,7 @@ def write_report(result: dict, out: Path) -> Path:
         "(docs/klink.md). Sized for a 2-core machine shared with other jobs: N is small and runs are short "
         "(the paper: 1-80 queries, 20 min, 24 cores); the trend over N is what this run can show.",
         "",
+        *([f"Skipped for the time budget: {', '.join(m['skipped'])}.", ""] if m.get("skipped") else []),
         "## Mean / p99 output latency (s) by N (Fig. 6a)",
         "",
         "| policy | " + " | ".join(f"N={k}" for k in m["queries"]) + " |",

@@ -54,6 +54,21 @@ class MultiResult:
     wall_seconds: float = 0.0
 
 
+WORKER_TIMEOUT = "Python worker failed to connect back"
+
+
+def run_workload_retrying(spark, spec: RunSpec, run_dir: str, attempts: int = 3, **kwargs: Any) -> RunResult:
+    """:func:`run_workload`, started again (fresh) when Spark's new Python source process missed its 10 s to
+    connect back: on a loaded machine that happens before the query read anything, and says nothing about it."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return run_workload(spark, spec, run_dir, fresh=True, **kwargs)
+        except AdaptstreamError as e:
+            if WORKER_TIMEOUT not in str(e) or attempt == attempts:
+                raise
+    raise AssertionError("unreachable")
+
+
 def workload_names(workloads: Sequence[str]) -> list[str]:
     """Run directory names: a workload named twice becomes NAME, NAME-2, NAME-3, ..."""
     seen: dict[str, int] = {}
@@ -129,8 +144,8 @@ def run_multi(spark, ms: MultiSpec, run_dir: str,
                 if on_progress is not None:
                     on_progress(name, snap)
 
-            results[name] = run_workload(spark, spec, os.path.join(run_dir, name), progress, fresh=True,
-                                         extra_options=extra, query_name=f"{name}_{ms.scheduler}")
+            results[name] = run_workload_retrying(spark, spec, os.path.join(run_dir, name), on_progress=progress,
+                                                  extra_options=extra, query_name=f"{name}_{ms.scheduler}")
         except BaseException as e:  # reported by the caller's thread
             alive[name].set()
             errors.append(e)

@@ -359,9 +359,12 @@ def test_every_policy_builds_and_snapshots_without_spark():
         "import sys, json; sys.modules['pyspark'] = None\n"
         "from adaptstream.admission import ADMISSION, build_admission\n"
         "from adaptstream.partitioning import PARTITIONERS, build_partitioner\n"
+        "from adaptstream.scheduling import SCHEDULERS, build_scheduler\n"
         "built = [build_admission(n) for n in ADMISSION] + [build_partitioner(n) for n in PARTITIONERS]\n"
+        "built += [build_scheduler(n) for n in SCHEDULERS]\n"
         "print(len(json.dumps([p.state_dict() for p in built])) > 0, len(built))\n"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert res.returncode == 0, res.stderr[-2000:]
-    assert res.stdout.split() == ["True", str(len(ADMISSION.names()) + len(PARTITIONERS.names()))]
+    total = len(ADMISSION.names()) + len(PARTITIONERS.names()) + len(SCHEDULERS.names())
+    assert res.stdout.split() == ["True", str(total)]

@@ -11,8 +11,9 @@ started here, whose address every source gets in its ``controller`` option; ``fa
 FAIR pool (``spark.scheduler.mode=FAIR`` must be in the SparkSession's conf: :func:`spark_conf`); ``default``
 starts nothing: Spark as it is. With one workload there is nothing to arbitrate: the scheduler is not started.
 Queries start at random times in ``[0, start_spread]`` seconds (Klink Sec. 6.1.1: window deadlines spread), and
-never two at once: a query starts once the previous one's source process is up (it has seen input), because
-Spark gives a new Python source process only 10 s to connect back, which a loaded machine can miss.
+never two at once: a query starts once the previous one completed its first micro-batch (the costly one: code
+generation, state stores), because Spark gives a new Python source process only 10 s to connect back, which a
+loaded machine can miss (a query whose source missed it is started again, up to 3 times).
 """
 
 from __future__ import annotations
@@ -139,7 +140,7 @@ def run_multi(spark, ms: MultiSpec, run_dir: str,
             if controller is not None:
                 extra.update(controller=controller.address, controllerQuery=name)
             def progress(snap: dict) -> None:
-                if snap["arrived"] > 0 or snap["completed"] > 0:
+                if snap["completed"] > 0:  # its first batch (code generation, state stores) is behind it
                     alive[name].set()
                 if on_progress is not None:
                     on_progress(name, snap)

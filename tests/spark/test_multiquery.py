@@ -13,7 +13,8 @@ import pytest
 from adaptstream.control import Controller
 from adaptstream.control.controller import free_port
 from adaptstream.multiquery import MultiSpec, run_multi
-from adaptstream.runner import RunSpec, run_workload
+from adaptstream.multiquery import run_workload_retrying as run_workload
+from adaptstream.runner import RunSpec
 from adaptstream.scheduling import build_scheduler
 from adaptstream.workloads import WORKLOADS, build_generator, write_run
 from adaptstream.workloads.oracle import compare_multisets, read_static

@@ -411,11 +411,14 @@ def test_every_policy_builds_and_snapshots_without_spark():
         "from adaptstream.partitioning import PARTITIONERS, build_partitioner\n"
         "from adaptstream.allocation import ALLOCATORS, build_allocator\n"
         "from adaptstream.elasticity import ELASTICITY, build_elasticity\n"
+        "from adaptstream.scheduling import SCHEDULERS, build_scheduler\n"
         "built = [build_admission(n) for n in ADMISSION] + [build_partitioner(n) for n in PARTITIONERS]\n"
         "built += [build_allocator(n) for n in ALLOCATORS] + [build_elasticity(n) for n in ELASTICITY]\n"
+        "built += [build_scheduler(n) for n in SCHEDULERS]\n"
         "print(len(json.dumps([p.state_dict() for p in built])) > 0, len(built))\n"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert res.returncode == 0, res.stderr[-2000:]
     total = len(ADMISSION.names()) + len(PARTITIONERS.names()) + len(ALLOCATORS.names()) + len(ELASTICITY.names())
+    total += len(SCHEDULERS.names())
     assert res.stdout.split() == ["True", str(total)]

@@ -138,6 +138,7 @@ def write_report(result: dict, out: Path) -> Path:
         "(docs/klink.md). Sized for a 2-core machine shared with other jobs: N is small and runs are short "
         "(the paper: 1-80 queries, 20 min, 24 cores); the trend over N is what this run can show.",
         "",
+        *([f"Skipped for the time budget: {', '.join(m['skipped'])}.", ""] if m.get("skipped") else []),
         "## Mean / p99 output latency (s) by N (Fig. 6a)",
         "",
         "| policy | " + " | ".join(f"N={k}" for k in m["queries"]) + " |",
@@ -179,6 +180,10 @@ def write_report(result: dict, out: Path) -> Path:
             f"{_f(r['cpu_ms_per_decision'], '{:.3f}')} | {_f(r['cpu_ms_per_request'], '{:.3f}')} | "
             f"{_f(r['rows_per_s'], '{:.0f}')} | {r['unfinished']} |"
         )
+    failed = [r for r in result["runs"] if r.get("error")]
+    if failed:
+        lines += ["", "Runs that failed (recorded, not retried):", ""]
+        lines += [f"- {r['policy']} at N={r['queries']}: {r['error']}" for r in failed]
     low = min(m["queries"])
     if "klink" in by and "default" in by and low in by["klink"] and low in by["default"]:
         kt, dt = by["klink"][low]["rows_per_s"], by["default"][low]["rows_per_s"]

@@ -64,11 +64,8 @@ class ControllerClient:
             )
             self._registered = bool(reply and reply.get("ok"))
             if self._down_since is not None:
-                log.warning(
-                    "adaptstream controller at %s:%s is back; query %s is scheduled again",
-                    self.host,
-                    self.port,
-                    self.query,
+                self._warn(
+                    f"adaptstream controller at {self.host}:{self.port} is back; query {self.query} is scheduled again"
                 )
             self._down_since = None
             self._warned = False
@@ -86,14 +83,17 @@ class ControllerClient:
         if self._down_since is None:
             self._down_since = time.monotonic()
         if not self._warned:
-            log.warning(
-                "adaptstream controller at %s:%s unreachable (%s): query %s runs unscheduled until it is back",
-                self.host,
-                self.port,
-                e,
-                self.query,
+            self._warn(
+                f"adaptstream controller at {self.host}:{self.port} unreachable ({e}): query {self.query} runs "
+                "unscheduled until it is back"
             )
             self._warned = True
+
+    def _warn(self, text: str) -> None:
+        log.warning("%s", text)
+        if self.log_path:
+            with contextlib.suppress(OSError), open(self.log_path, "a") as f:
+                f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} WARNING {text}\n")
 
     def _call_raw(self, msg: dict[str, Any]) -> dict[str, Any] | None:
         conn = self._conn

@@ -116,6 +116,7 @@ def test_restart_from_checkpoint_and_replayed_batch(spark, tmp_path):
     commits = sorted((work / "checkpoint" / "commits").iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else -1)
     last = [p for p in commits if p.name.isdigit()][-1]
     last.unlink()  # as if the driver died after the sink wrote and before Spark committed
+    (last.parent / f".{last.name}.crc").unlink(missing_ok=True)
     before = len((work / "metrics" / "panes.jsonl").read_text().splitlines())
     _stream(spark, w, str(src), executor(), work)
     replayed = (work / "metrics" / "panes.jsonl").read_text().splitlines()[before:]

@@ -245,6 +245,7 @@ def run_workload(spark, spec: RunSpec, run_dir: str, on_progress: Callable[[dict
     for k, v in {**source_options(spec, workload, run_dir), **(extra_options or {})}.items():
         reader = reader.option(k, v)
     results = os.path.join(run_dir, "results")
+    sink: Callable[..., None]
     if spec.reduce is not None:  # pane mode: the raw stream, each micro-batch one map/reduce job we shape
         from adaptstream.spark.pane import PaneExecutor
 
@@ -263,9 +264,11 @@ def run_workload(spark, spec: RunSpec, run_dir: str, on_progress: Callable[[dict
     else:
         out = workload.stream_query(reader.load())
 
-        def sink(batch_df, batch_id: int) -> None:
+        def write_batch(batch_df, batch_id: int) -> None:
             workload.finalize_batch(batch_df).write.mode("overwrite").parquet(
                 os.path.join(results, f"batch_id={batch_id}"))
+
+        sink = write_batch
 
     t0 = time.time()
     query = (out.writeStream.outputMode("append").foreachBatch(sink)

@@ -35,10 +35,21 @@ SCRIPT = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def master(tmp_path_factory):
-    env = {**os.environ, "ADAPTSTREAM_CLUSTER_DIR": str(tmp_path_factory.mktemp("cluster")),
-           "ADAPTSTREAM_MASTER_PORT": "7178", "PYTHON": sys.executable, "ADAPTSTREAM_WORKER_MEMORY": "1g"}
-    url = subprocess.run(["bash", f"{ROOT}/scripts/cluster.sh", "start", "3"], env=env, capture_output=True,
-                         text=True, timeout=180, check=True).stdout.strip()
+    env = {
+        **os.environ,
+        "ADAPTSTREAM_CLUSTER_DIR": str(tmp_path_factory.mktemp("cluster")),
+        "ADAPTSTREAM_MASTER_PORT": "7178",
+        "PYTHON": sys.executable,
+        "ADAPTSTREAM_WORKER_MEMORY": "1g",
+    }
+    url = subprocess.run(
+        ["bash", f"{ROOT}/scripts/cluster.sh", "start", "3"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=True,
+    ).stdout.strip()
     try:
         yield url
     finally:
@@ -46,10 +57,14 @@ def master(tmp_path_factory):
 
 
 def test_executors_are_removed_and_added(master):
-    env = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
-           "SPARK_LOCAL_IP": "127.0.0.1"}
-    res = subprocess.run([sys.executable, "-c", SCRIPT, master], env=env, capture_output=True, text=True,
-                         timeout=480, check=False)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.path.join(ROOT, "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
+    res = subprocess.run(
+        [sys.executable, "-c", SCRIPT, master], env=env, capture_output=True, text=True, timeout=480, check=False
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     out = res.stdout
     assert "START True 3" in out, out + res.stderr[-2000:]

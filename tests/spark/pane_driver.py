@@ -25,11 +25,25 @@ def main() -> None:
         if kill_after is not None and stats["batch"] >= kill_after and stats["rows"] > 0:
             os.kill(os.getpid(), signal.SIGKILL)
 
-    ex = PaneExecutor(w, allocator, 3, os.path.join(work, "state"), os.path.join(work, "results"),
-                      os.path.join(work, "metrics"), on_batch=maybe_die)
-    df = (spark.readStream.format("adaptstream").schema(w.generator_class().spark_schema_ddl)
-          .option("path", input_dir).option("admission", "asap").option("maxDatasetsPerBatch", "6")
-          .option("metricsPath", os.path.join(work, "source-metrics")).option("fileStableSeconds", "0").load())
+    ex = PaneExecutor(
+        w,
+        allocator,
+        3,
+        os.path.join(work, "state"),
+        os.path.join(work, "results"),
+        os.path.join(work, "metrics"),
+        on_batch=maybe_die,
+    )
+    df = (
+        spark.readStream.format("adaptstream")
+        .schema(w.generator_class().spark_schema_ddl)
+        .option("path", input_dir)
+        .option("admission", "asap")
+        .option("maxDatasetsPerBatch", "6")
+        .option("metricsPath", os.path.join(work, "source-metrics"))
+        .option("fileStableSeconds", "0")
+        .load()
+    )
     q = df.writeStream.foreachBatch(ex).option("checkpointLocation", os.path.join(work, "checkpoint")).start()
     q.processAllAvailable()
     q.stop()

@@ -31,11 +31,16 @@ def _write_input(out: Path, workload) -> None:
     write_run(gen, workload, out, [rate] * seconds)
 
 
-def _stream(spark, workload, input_dir: str, ex: PaneExecutor, work: Path, blocks: int = 3,
-            partitioner: str = "hash"):
-    reader = (spark.readStream.format("adaptstream").schema(workload.generator_class().spark_schema_ddl)
-              .option("path", input_dir).option("admission", "asap").option("maxDatasetsPerBatch", "6")
-              .option("metricsPath", str(work / "source-metrics")).option("fileStableSeconds", "0"))
+def _stream(spark, workload, input_dir: str, ex: PaneExecutor, work: Path, blocks: int = 3, partitioner: str = "hash"):
+    reader = (
+        spark.readStream.format("adaptstream")
+        .schema(workload.generator_class().spark_schema_ddl)
+        .option("path", input_dir)
+        .option("admission", "asap")
+        .option("maxDatasetsPerBatch", "6")
+        .option("metricsPath", str(work / "source-metrics"))
+        .option("fileStableSeconds", "0")
+    )
     if partitioner != "time":
         reader = reader.option("partitioner", partitioner).option("partitionKey", ",".join(workload.key_columns))
     df = reader.option("numBlocks", str(blocks)).load()
@@ -51,11 +56,16 @@ def _oracle(spark, workload, input_dir: str) -> list[tuple]:
     return [tuple(r) for r in workload.batch_query(read_static(spark, workload, input_dir)).collect()]
 
 
-@pytest.mark.parametrize(("name", "allocator", "partitioner"),
-                         [("LR2S", "hash", "time"), ("LR2S", "prompt", "hash"),
-                          pytest.param("CM1S", "prompt", "pk2", marks=pytest.mark.slow),
-                          pytest.param("CM2S", "prompt", "time", marks=pytest.mark.slow),
-                          pytest.param("CM1T", "hash", "cam", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    ("name", "allocator", "partitioner"),
+    [
+        ("LR2S", "hash", "time"),
+        ("LR2S", "prompt", "hash"),
+        pytest.param("CM1S", "prompt", "pk2", marks=pytest.mark.slow),
+        pytest.param("CM2S", "prompt", "time", marks=pytest.mark.slow),
+        pytest.param("CM1T", "hash", "cam", marks=pytest.mark.slow),
+    ],
+)
 def test_pane_mode_equals_batch_oracle(spark, tmp_path, name, allocator, partitioner):
     w = WORKLOADS.get(name)
     _write_input(tmp_path / "in", w)
@@ -90,18 +100,23 @@ def test_restart_from_checkpoint_and_replayed_batch(spark, tmp_path):
 
     _stream(spark, w, str(src), executor(), work)
     first = len(read_results(spark, str(work / "results")))
+    first_batches = [json.loads(x)["batch"] for x in (work / "metrics" / "panes.jsonl").read_text().splitlines()]
     mtime = paths[-1].stat().st_mtime
     for k in range(half, seconds):
         write_dataset(gen.generate(k, rate), src / dataset_file_name(k), "csv", gen.csv_header(), mtime=mtime + k)
-    write_dataset(w.sentinel(seconds - 1), src / dataset_file_name(seconds), "csv", gen.csv_header(),
-                  mtime=mtime + seconds + 1)
+    write_dataset(
+        w.sentinel(seconds - 1), src / dataset_file_name(seconds), "csv", gen.csv_header(), mtime=mtime + seconds + 1
+    )
     _stream(spark, w, str(src), executor(), work)
     got, want = read_results(spark, str(work / "results")), _oracle(spark, w, str(src))
-    assert 0 < first < len(want)
+    assert first < len(want) and first_batches
+    later = [json.loads(x)["batch"] for x in (work / "metrics" / "panes.jsonl").read_text().splitlines()]
+    assert later[len(first_batches)] == first_batches[-1] + 1  # resumed from the checkpoint, not from scratch
     assert compare_multisets(got, want) == []
     commits = sorted((work / "checkpoint" / "commits").iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else -1)
     last = [p for p in commits if p.name.isdigit()][-1]
     last.unlink()  # as if the driver died after the sink wrote and before Spark committed
+    (last.parent / f".{last.name}.crc").unlink(missing_ok=True)
     before = len((work / "metrics" / "panes.jsonl").read_text().splitlines())
     _stream(spark, w, str(src), executor(), work)
     replayed = (work / "metrics" / "panes.jsonl").read_text().splitlines()[before:]
@@ -116,8 +131,14 @@ def test_sigkill_of_the_driver_between_write_and_commit(spark, tmp_path):
     _write_input(tmp_path / "in", w)
     work = tmp_path / "work"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"), "SPARK_LOCAL_IP": "127.0.0.1"}
-    driver = [sys.executable, str(Path(__file__).with_name("pane_driver.py")), "CM1S", "prompt",
-              str(tmp_path / "in"), str(work)]
+    driver = [
+        sys.executable,
+        str(Path(__file__).with_name("pane_driver.py")),
+        "CM1S",
+        "prompt",
+        str(tmp_path / "in"),
+        str(work),
+    ]
     killed = subprocess.run([*driver, "2"], env=env, capture_output=True, timeout=600, check=False)
     assert killed.returncode == -9, killed.stderr[-2000:]
     done_before = len((work / "metrics" / "panes.jsonl").read_text().splitlines())

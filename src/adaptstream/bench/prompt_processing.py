@@ -31,9 +31,19 @@ def synd_spec(window_s: int = 30, slide_s: int = 10):
     """SynD word count (30 s window sliding 10 s) as a pane spec."""
     from adaptstream.spark.pane import PaneSpec
 
-    return PaneSpec(name="synd", time_sql="unix_micros(ts)", data_sql="true", ts_fn="timestamp_micros",
-                    window=window_s * 1_000_000, slide=slide_s * 1_000_000, delay=0, groups=("word",),
-                    out_groups=("word",), values=("one",), finals=(("count", "n_one"),))
+    return PaneSpec(
+        name="synd",
+        time_sql="unix_micros(ts)",
+        data_sql="true",
+        ts_fn="timestamp_micros",
+        window=window_s * 1_000_000,
+        slide=slide_s * 1_000_000,
+        delay=0,
+        groups=("word",),
+        out_groups=("word",),
+        values=("one",),
+        finals=(("count", "n_one"),),
+    )
 
 
 def batch_table(rows: int, z: float, keys: int, batch: int, seed: int):
@@ -68,21 +78,32 @@ def run_config(spark, z: float, inp: str, alloc: str, a: dict, work: Path) -> li
         records = np.array([t["shuffle_records"] for t in stats["reduce_tasks"]], float)
         run_ms = np.array([t["run_ms"] for t in stats["reduce_tasks"]], float)
         largest = int(np.bincount(table.column("word").to_numpy()).max())
-        out.append({
-            "batch": b, "rows": stats["rows"], "keys": stats["keys"], "split_keys": stats["split_keys"],
-            "records": records.tolist(), "run_ms": run_ms.tolist(),
-            "records_max_mean": float(records.max() / records.mean()),
-            "run_max_mean": float(run_ms.max() / run_ms.mean()) if run_ms.mean() > 0 else None,
-            "bound_max_mean": largest * a["buckets"] / stats["rows"],
-            "makespan_ms": float(run_ms.max()), "allocator_s": stats["allocator_s"],
-            "reference_s": stats["reference_s"], "job_s": stats["job_s"], "batch_s": stats["batch_s"],
-        })
+        out.append(
+            {
+                "batch": b,
+                "rows": stats["rows"],
+                "keys": stats["keys"],
+                "split_keys": stats["split_keys"],
+                "records": records.tolist(),
+                "run_ms": run_ms.tolist(),
+                "records_max_mean": float(records.max() / records.mean()),
+                "run_max_mean": float(run_ms.max() / run_ms.mean()) if run_ms.mean() > 0 else None,
+                "bound_max_mean": largest * a["buckets"] / stats["rows"],
+                "makespan_ms": float(run_ms.max()),
+                "allocator_s": stats["allocator_s"],
+                "reference_s": stats["reference_s"],
+                "job_s": stats["job_s"],
+                "batch_s": stats["batch_s"],
+            }
+        )
     return out
 
 
 def prompt_processing_command(
-    out: Annotated[str | None, typer.Option(metavar="DIR", help="where the report goes "
-                                            "[default: runs/bench-prompt-processing-<time>]")] = None,
+    out: Annotated[
+        str | None,
+        typer.Option(metavar="DIR", help="where the report goes [default: runs/bench-prompt-processing-<time>]"),
+    ] = None,
     update_docs: Annotated[bool, typer.Option("--update-docs", help="write the report in docs/results")] = False,
     zipf: Annotated[str, typer.Option(help="Zipf exponents")] = "0.5,1.0,1.5,2.0",
     inputs: Annotated[str, typer.Option(help="input partitionings (map tasks)")] = ",".join(INPUTS),
@@ -109,11 +130,24 @@ def prompt_processing_command(
     if not zs or not ins:
         msg = "--zipf and --inputs need at least one value each"
         raise ConfigError(msg)
-    a = {"rows": rows, "keys": keys, "batches": batches, "map_tasks": map_tasks, "buckets": buckets, "seed": 7,
-         "batch_interval_s": 1.0, "master": master}
-    meta = {"command": " ".join(["adaptstream", "bench", "prompt-processing", *sys.argv[3:]]), "git": _git(),
-            "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
-            "load_before": os.getloadavg(), "started": time.time(), "config": a}
+    a = {
+        "rows": rows,
+        "keys": keys,
+        "batches": batches,
+        "map_tasks": map_tasks,
+        "buckets": buckets,
+        "seed": 7,
+        "batch_interval_s": 1.0,
+        "master": master,
+    }
+    meta = {
+        "command": " ".join(["adaptstream", "bench", "prompt-processing", *sys.argv[3:]]),
+        "git": _git(),
+        "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
+        "load_before": os.getloadavg(),
+        "started": time.time(),
+        "config": a,
+    }
     work = Path(tempfile.mkdtemp(prefix="adaptstream-bench-pp-"))
     spark = build_spark(master=master, app_name="bench-prompt-processing")
     results = []
@@ -127,8 +161,10 @@ def prompt_processing_command(
                     per_batch = run_config(spark, z, inp, alloc, a, work / f"{z}-{inp}-{alloc}")
                     results.append({"z": z, "input": inp, "allocator": alloc, "batches": per_batch})
                     mean = np.mean([b["records_max_mean"] for b in per_batch])
-                    typer.echo(f"  z={z:<4} input={inp:5s} reduce={alloc:6s} records max/mean {mean:5.2f} "
-                               f"({time.perf_counter() - t0:.0f} s)")
+                    typer.echo(
+                        f"  z={z:<4} input={inp:5s} reduce={alloc:6s} records max/mean {mean:5.2f} "
+                        f"({time.perf_counter() - t0:.0f} s)"
+                    )
     finally:
         spark.stop()
     meta.update(load_after=os.getloadavg(), finished=time.time())

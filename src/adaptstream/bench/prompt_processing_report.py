@@ -26,8 +26,16 @@ def cells(r: dict) -> dict[tuple[float, str, str], dict]:
     for c in r["results"]:
         b = c["batches"]
         out[(c["z"], c["input"], c["allocator"])] = {
-            k: _mean(b, k) for k in ("records_max_mean", "run_max_mean", "bound_max_mean", "makespan_ms",
-                                     "allocator_s", "reference_s", "job_s")
+            k: _mean(b, k)
+            for k in (
+                "records_max_mean",
+                "run_max_mean",
+                "bound_max_mean",
+                "makespan_ms",
+                "allocator_s",
+                "reference_s",
+                "job_s",
+            )
         } | {"split_share": float(np.mean([x["split_keys"] / max(x["keys"], 1) for x in b]))}
     return out
 
@@ -39,34 +47,47 @@ def targets(r: dict) -> list[tuple[str, str, str, bool | None]]:
     if cases:
         worst = max(c[(z, i, "prompt")]["records_max_mean"] for z, i in cases)
         met: bool | None = worst <= 1.2
-        measured = (f"{len(cases)} case(s) with hash > 2 at z <= 1.5; prompt's worst there {worst:.2f}: "
-                    + ", ".join(f"z={z} {i}: hash {c[(z, i, 'hash')]['records_max_mean']:.2f} / prompt "
-                                f"{c[(z, i, 'prompt')]['records_max_mean']:.2f}" for z, i in cases))
+        measured = f"{len(cases)} case(s) with hash > 2 at z <= 1.5; prompt's worst there {worst:.2f}: " + ", ".join(
+            f"z={z} {i}: hash {c[(z, i, 'hash')]['records_max_mean']:.2f} / prompt "
+            f"{c[(z, i, 'prompt')]['records_max_mean']:.2f}"
+            for z, i in cases
+        )
     else:
         met, measured = None, "no case at z <= 1.5 where hash exceeded 2: the target does not apply to this run"
     interval = r["meta"]["config"]["batch_interval_s"]
     alloc = [b["allocator_s"] / interval for x in r["results"] if x["allocator"] == "prompt" for b in x["batches"]]
     return [
-        ("reduce balance: prompt max/mean reduce-task input records <= 1.2 at z <= 1.5 where hash exceeds 2",
-         "mean over a configuration's batches of max/mean records read by the reduce tasks (Spark task metrics)",
-         measured, met),
-        ("overhead: allocator time <= 5 % of the batch interval",
-         "largest per-batch sum over map tasks of Alg. 3 time, measured inside the tasks, / batch interval",
-         f"{100 * max(alloc):.2f} % (batch interval {interval:g} s)", max(alloc) <= 0.05),
+        (
+            "reduce balance: prompt max/mean reduce-task input records <= 1.2 at z <= 1.5 where hash exceeds 2",
+            "mean over a configuration's batches of max/mean records read by the reduce tasks (Spark task metrics)",
+            measured,
+            met,
+        ),
+        (
+            "overhead: allocator time <= 5 % of the batch interval",
+            "largest per-batch sum over map tasks of Alg. 3 time, measured inside the tasks, / batch interval",
+            f"{100 * max(alloc):.2f} % (batch interval {interval:g} s)",
+            max(alloc) <= 0.05,
+        ),
     ]
 
 
 def _table(r: dict) -> list[str]:
     c = cells(r)
-    lines = ["| z | input | hash records | prompt records | bound | hash run time | prompt run time | split keys |"
-             " prompt alloc. ms | reference ms |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| z | input | hash records | prompt records | bound | hash run time | prompt run time | split keys |"
+        " prompt alloc. ms | reference ms |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for z in sorted({k[0] for k in c}):
         for i in dict.fromkeys(k[1] for k in c if k[0] == z):
             h, p = c[(z, i, "hash")], c[(z, i, "prompt")]
-            lines.append(f"| {z:g} | {i} | {h['records_max_mean']:.2f} | {p['records_max_mean']:.2f} | "
-                         f"{p['bound_max_mean']:.2f} | {h['run_max_mean']:.2f} | {p['run_max_mean']:.2f} | "
-                         f"{100 * p['split_share']:.0f} % | {1000 * p['allocator_s']:.1f} | "
-                         f"{1000 * p['reference_s']:.0f} |")
+            lines.append(
+                f"| {z:g} | {i} | {h['records_max_mean']:.2f} | {p['records_max_mean']:.2f} | "
+                f"{p['bound_max_mean']:.2f} | {h['run_max_mean']:.2f} | {p['run_max_mean']:.2f} | "
+                f"{100 * p['split_share']:.0f} % | {1000 * p['allocator_s']:.1f} | "
+                f"{1000 * p['reference_s']:.0f} |"
+            )
     return lines
 
 
@@ -84,8 +105,13 @@ def _plot(r: dict, path: Path) -> None:
     for ax, inp in zip(axes[0], inputs, strict=True):
         for k, alloc in enumerate(("hash", "prompt")):
             ax.bar(x + (k - 0.5) * 0.38, [c[(z, inp, alloc)]["records_max_mean"] for z in zs], 0.38, label=alloc)
-        ax.plot(x, [max(1.0, c[(z, inp, "prompt")]["bound_max_mean"]) for z in zs], "k_", markersize=18,
-                label="bound (largest key)")
+        ax.plot(
+            x,
+            [max(1.0, c[(z, inp, "prompt")]["bound_max_mean"]) for z in zs],
+            "k_",
+            markersize=18,
+            label="bound (largest key)",
+        )
         ax.axhline(1.2, color="grey", lw=0.8, ls="--")
         ax.set_xticks(x, [f"z={z:g}" for z in zs])
         ax.set_title(f"input: {inp}")
@@ -102,34 +128,48 @@ def write_report(r: dict, target: Path) -> None:
     _plot(r, target / f"{NAME}.png")
     m, a = r["meta"], r["meta"]["config"]
     lines = [
-        "# Prompt's processing phase: reduce-bucket balance (Fig. 13 shape)", "",
+        "# Prompt's processing phase: reduce-bucket balance (Fig. 13 shape)",
+        "",
         f"Recorded run: `{m['command']}` at git `{m['git']}` on {m['machine']['host']} ({m['machine']['cpus']} "
         f"cores), {time.strftime('%Y-%m-%d %H:%M', time.gmtime(m['started']))} UTC; load average before "
         f"{m['load_before'][0]:.2f} / after {m['load_after'][0]:.2f} (the machine is shared: durations are noisy, "
-        "record counts are exact).", "",
+        "record counts are exact).",
+        "",
         f"Set-up: Spark `{a['master']}`; SynD word count (Zipf words over {a['keys']:,} keys, Prompt Sec. 7.1), "
         f"{a['rows']:,} rows per one-second batch, {a['batches']} batches per configuration after one warm-up "
         f"batch per allocator; {a['map_tasks']} map tasks (the input partitioner's blocks) and {a['buckets']} "
         "reduce buckets per batch. Each batch runs through the pane execution mode (`adaptstream run --reduce`): a "
         "Spark job whose reduce stage is partitioned by the allocator; map tasks send raw (key, 1) pairs (no "
         "map-side combine, as Prompt's Fig. 8), so a reduce task's input records are the tuples it aggregates.",
-        "", "## Targets", "", "| target | rule | measured | verdict |", "|---|---|---|---|",
+        "",
+        "## Targets",
+        "",
+        "| target | rule | measured | verdict |",
+        "|---|---|---|---|",
     ]
     for name, rule, measured, met in targets(r):
         verdict = "n/a" if met is None else ("met" if met else "missed")
         lines.append(f"| {name} | {rule} | {measured} | **{verdict}** |")
-    lines += ["", "## Reduce balance per configuration (mean over batches)", "",
-              "`records`, `run time`: max/mean over the reduce tasks of the records read from the shuffle and of the "
-              "executor run time (Spark's task metrics). `bound`: the largest key's tuples x R / tuples, the best "
-              "max/mean any allocation that keeps a key in one reduce task can reach (values below 1 mean a perfect "
-              "balance is possible). `split keys`: share of clusters in more than one map task (hashed by Alg. 3). "
-              "`prompt alloc. ms`: Alg. 3 time summed over the map tasks; `reference ms`: the pass that builds the "
-              "blocks' reference tables (see docs/prompt.md).", "", *_table(r), "",
-              f"![reduce balance]({NAME}.png)", "",
-              "Reading: hashing ignores cluster sizes, so its max/mean grows with the skew; Alg. 3 can only move "
-              "non-split clusters, and with time-based or PK-2 input the frequent keys are in every block (split), "
-              "so they stay hashed. Where a single key holds more than 1/R of the batch (the bound above 1), no "
-              "key-atomic allocation is balanced."]
+    lines += [
+        "",
+        "## Reduce balance per configuration (mean over batches)",
+        "",
+        "`records`, `run time`: max/mean over the reduce tasks of the records read from the shuffle and of the "
+        "executor run time (Spark's task metrics). `bound`: the largest key's tuples x R / tuples, the best "
+        "max/mean any allocation that keeps a key in one reduce task can reach (values below 1 mean a perfect "
+        "balance is possible). `split keys`: share of clusters in more than one map task (hashed by Alg. 3). "
+        "`prompt alloc. ms`: Alg. 3 time summed over the map tasks; `reference ms`: the pass that builds the "
+        "blocks' reference tables (see docs/prompt.md).",
+        "",
+        *_table(r),
+        "",
+        f"![reduce balance]({NAME}.png)",
+        "",
+        "Reading: hashing ignores cluster sizes, so its max/mean grows with the skew; Alg. 3 can only move "
+        "non-split clusters, and with time-based or PK-2 input the frequent keys are in every block (split), "
+        "so they stay hashed. Where a single key holds more than 1/R of the batch (the bound above 1), no "
+        "key-atomic allocation is balanced.",
+    ]
     (target / f"{NAME}.md").write_text("\n".join(lines) + "\n")
 
 

@@ -14,9 +14,11 @@ from adaptstream.errors import ConfigError
 def check_elastic_master(master: str) -> None:
     """Elasticity changes executors, which only a cluster manager can do."""
     if master.strip().lower().startswith("local"):
-        msg = (f"--elastic needs a cluster manager (a spark:// standalone master, YARN or Kubernetes) to add and "
-               f"remove executors; {master!r} runs one executor inside the driver (start a standalone cluster with "
-               "scripts/cluster.sh start N and pass --master spark://127.0.0.1:7077)")
+        msg = (
+            f"--elastic needs a cluster manager (a spark:// standalone master, YARN or Kubernetes) to add and "
+            f"remove executors; {master!r} runs one executor inside the driver (start a standalone cluster with "
+            "scripts/cluster.sh start N and pass --master spark://127.0.0.1:7077)"
+        )
         raise ConfigError(msg)
 
 

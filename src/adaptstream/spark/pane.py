@@ -88,17 +88,32 @@ def pane_spec(workload: Workload) -> PaneSpec:
         "delay": round(workload.watermark_delay_s * unit),
     }
     if isinstance(workload, SegmentSpeedWorkload):
-        return PaneSpec(data_sql=workload.data_predicate, groups=("XWay", "Dir", "Seg"),
-                        out_groups=("highway", "direction", "segment"), values=("Spd",),
-                        finals=(("avgSpeed", "CAST(s_Spd AS DOUBLE) / n_Spd"),),
-                        having=f"avgSpeed < {workload.threshold_mph}", **common)
+        return PaneSpec(
+            data_sql=workload.data_predicate,
+            groups=("XWay", "Dir", "Seg"),
+            out_groups=("highway", "direction", "segment"),
+            values=("Spd",),
+            finals=(("avgSpeed", "CAST(s_Spd AS DOUBLE) / n_Spd"),),
+            having=f"avgSpeed < {workload.threshold_mph}",
+            **common,
+        )
     if isinstance(workload, CategoryCpuWorkload):
-        return PaneSpec(data_sql=workload.data_predicate, groups=("scheduling_class",), out_groups=("category",),
-                        values=("cpu_request",), finals=(("totalCpu", "s_cpu_request"),), **common)
-    return PaneSpec(data_sql=f"({workload.data_predicate}) AND event_type = {workload.event_type}",
-                    groups=("job_id",), out_groups=("jobId",), values=("cpu_request",),
-                    finals=(("avgCpu", "CASE WHEN n_cpu_request > 0 THEN s_cpu_request / n_cpu_request END"),),
-                    **common)
+        return PaneSpec(
+            data_sql=workload.data_predicate,
+            groups=("scheduling_class",),
+            out_groups=("category",),
+            values=("cpu_request",),
+            finals=(("totalCpu", "s_cpu_request"),),
+            **common,
+        )
+    return PaneSpec(
+        data_sql=f"({workload.data_predicate}) AND event_type = {workload.event_type}",
+        groups=("job_id",),
+        out_groups=("jobId",),
+        values=("cpu_request",),
+        finals=(("avgCpu", "CASE WHEN n_cpu_request > 0 THEN s_cpu_request / n_cpu_request END"),),
+        **common,
+    )
 
 
 PANE_WORKLOADS = "LR2S, CM1S, CM1T, CM2S"
@@ -147,18 +162,44 @@ def summarize_blocks(batches, schema: pa.Schema, spec: PaneSpec, wm_prev: int | 
     rows, late = _data_rows(tbl, spec, wm_prev)
     keys = np.unique(_cluster_keys(rows, spec))
     yield pa.RecordBatch.from_pydict(
-        {"block": [_task_id()], "max_t": [max_t], "rows": [rows.num_rows], "late": [late],
-         "keys": [keys.tobytes()], "max_pane": [int(pc.max(rows.column("_pane")).as_py()) if rows.num_rows else None]},
-        schema=SUMMARY_ARROW)
+        {
+            "block": [_task_id()],
+            "max_t": [max_t],
+            "rows": [rows.num_rows],
+            "late": [late],
+            "keys": [keys.tobytes()],
+            "max_pane": [int(pc.max(rows.column("_pane")).as_py()) if rows.num_rows else None],
+        },
+        schema=SUMMARY_ARROW,
+    )
 
 
-SUMMARY_ARROW = pa.schema([("block", pa.int32()), ("max_t", pa.int64()), ("rows", pa.int64()),
-                           ("late", pa.int64()), ("keys", pa.binary()), ("max_pane", pa.int64())])
+SUMMARY_ARROW = pa.schema(
+    [
+        ("block", pa.int32()),
+        ("max_t", pa.int64()),
+        ("rows", pa.int64()),
+        ("late", pa.int64()),
+        ("keys", pa.binary()),
+        ("max_pane", pa.int64()),
+    ]
+)
 SUMMARY_DDL = "block INT, max_t BIGINT, rows BIGINT, late BIGINT, keys BINARY, max_pane BIGINT"
 
 
-def map_side(batches, schema: pa.Schema, out_schema: pa.Schema, spec: PaneSpec, wm_prev: int | None,
-             allocator: str, buckets: int, tasks: int, split_bc: Any, route: tuple[int, ...], seconds: Any):
+def map_side(
+    batches,
+    schema: pa.Schema,
+    out_schema: pa.Schema,
+    spec: PaneSpec,
+    wm_prev: int | None,
+    allocator: str,
+    buckets: int,
+    tasks: int,
+    split_bc: Any,
+    route: tuple[int, ...],
+    seconds: Any,
+):
     """Map task: cluster keys of this block -> reduce bucket (the allocator sees this block only)."""
     from adaptstream.allocation import build_allocator
 
@@ -196,8 +237,13 @@ def bucket_route(spark: SparkSession, buckets: int) -> tuple[int, ...]:
     """route[b] = a BIGINT whose Spark hash puts it in partition b of ``repartition(buckets, col)``
     (Murmur3 seed 42, pmod: the same expression as Spark's HashPartitioning), found once per bucket count."""
     if buckets not in _ROUTES:
-        rows = (spark.range(0, 256 * buckets).selectExpr("id", f"pmod(hash(id), {buckets}) AS b")
-                .groupBy("b").agg({"id": "min"}).collect())
+        rows = (
+            spark.range(0, 256 * buckets)
+            .selectExpr("id", f"pmod(hash(id), {buckets}) AS b")
+            .groupBy("b")
+            .agg({"id": "min"})
+            .collect()
+        )
         found = {int(r[0]): int(r[1]) for r in rows}
         if len(found) != buckets:
             msg = f"no routing value found for every one of {buckets} reduce buckets"
@@ -218,10 +264,20 @@ def _write_json_atomic(path: str, doc: dict) -> None:
 class PaneExecutor:
     """The ``foreachBatch`` function of a pane-mode query (see the module docstring)."""
 
-    def __init__(self, workload: Workload | None, allocator: str, buckets: int, state_dir: str, results_dir: str,
-                 metrics_path: str | None = None, on_batch: Callable[[dict], None] | None = None,
-                 spec: PaneSpec | None = None, elastic: ElasticityPolicy | None = None,
-                 executors: ExecutorControl | None = None, batch_interval: float = 1.0) -> None:
+    def __init__(
+        self,
+        workload: Workload | None,
+        allocator: str,
+        buckets: int,
+        state_dir: str,
+        results_dir: str,
+        metrics_path: str | None = None,
+        on_batch: Callable[[dict], None] | None = None,
+        spec: PaneSpec | None = None,
+        elastic: ElasticityPolicy | None = None,
+        executors: ExecutorControl | None = None,
+        batch_interval: float = 1.0,
+    ) -> None:
         from adaptstream.allocation import ALLOCATORS
 
         ALLOCATORS.get(allocator)
@@ -275,8 +331,12 @@ class PaneExecutor:
         prev = self._meta(batch_id - 1) if batch_id > 0 else None
         max_t_before = prev["max_t_through"] if prev else None
         wm_prev = self._watermark(max_t_before)
-        proj = df.selectExpr(f"{spec.time_sql} AS _t", f"CASE WHEN ({spec.data_sql}) THEN true ELSE false END AS _data",
-                             *spec.groups, *spec.values).persist()
+        proj = df.selectExpr(
+            f"{spec.time_sql} AS _t",
+            f"CASE WHEN ({spec.data_sql}) THEN true ELSE false END AS _data",
+            *spec.groups,
+            *spec.values,
+        ).persist()
         try:
             in_arrow = to_arrow_schema(proj.schema, timezone="UTC")
             group = f"adaptstream-pane-{spec.name}-{batch_id}"
@@ -288,30 +348,49 @@ class PaneExecutor:
             ref_s = time.perf_counter() - t0
             blocks = len(summary)
             key_sets = [np.frombuffer(r["keys"], np.int64) for r in summary]
-            all_keys, counts = np.unique(np.concatenate(key_sets), return_counts=True) if key_sets else (
-                np.zeros(0, np.int64), np.zeros(0, np.int64))
+            all_keys, counts = (
+                np.unique(np.concatenate(key_sets), return_counts=True)
+                if key_sets
+                else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+            )
             split = all_keys[counts > 1]
             rows = sum(int(r["rows"]) for r in summary)
             late = sum(int(r["late"]) for r in summary)
             batch_max = max((r["max_t"] for r in summary if r["max_t"] is not None), default=None)
             max_t = max((x for x in (max_t_before, batch_max) if x is not None), default=None)
             panes = [r["max_pane"] for r in summary if r["max_pane"] is not None]
-            stats = {"batch": batch_id, "rows": rows, "late": late, "keys": len(all_keys),
-                     "split_keys": len(split), "map_tasks": blocks, "reduce_buckets": self.buckets,
-                     "allocator": self.allocator, "reference_s": ref_s}
+            stats = {
+                "batch": batch_id,
+                "rows": rows,
+                "late": late,
+                "keys": len(all_keys),
+                "split_keys": len(split),
+                "map_tasks": blocks,
+                "reduce_buckets": self.buckets,
+                "allocator": self.allocator,
+                "reference_s": ref_s,
+            }
             if rows:
                 stats.update(self._shuffle(proj, in_arrow, wm_prev, split, blocks, batch_id))
             t_win = time.perf_counter()
             stats["windows"] = self._emit(spark, batch_id, wm_prev, self._watermark(max_t))
             stats["emit_s"] = time.perf_counter() - t_win
-            _write_json_atomic(os.path.join(self.meta_dir, f"{batch_id}.json"),
-                               {"batch": batch_id, "max_t_through": max_t, "max_pane": max(panes, default=None),
-                                "rows": rows, "late": late})
+            _write_json_atomic(
+                os.path.join(self.meta_dir, f"{batch_id}.json"),
+                {
+                    "batch": batch_id,
+                    "max_t_through": max_t,
+                    "max_pane": max(panes, default=None),
+                    "rows": rows,
+                    "late": late,
+                },
+            )
             self._collect_garbage(wm_prev, batch_id)
             stats["batch_s"] = time.perf_counter() - t_start
             if rows:
-                stats["reduce_tasks"] = reduce_stage_tasks(sc, sc.statusTracker().getJobIdsForGroup(group),
-                                                           self.buckets)
+                stats["reduce_tasks"] = reduce_stage_tasks(
+                    sc, sc.statusTracker().getJobIdsForGroup(group), self.buckets
+                )
         finally:
             sc.setJobGroup(None, None, False)  # type: ignore[arg-type]
             proj.unpersist()
@@ -335,8 +414,9 @@ class PaneExecutor:
             return
         with open(self._elastic_path()) as f:
             saved = json.load(f)
-        state = saved["state"] if saved["after"] == batch_id - 1 else saved["prev"] if saved["after"] == batch_id \
-            else None
+        state = (
+            saved["state"] if saved["after"] == batch_id - 1 else saved["prev"] if saved["after"] == batch_id else None
+        )
         if state is not None:
             self.elastic.load_state_dict(state)
             self.buckets = self.elastic.plan.reduce_buckets
@@ -347,38 +427,70 @@ class PaneExecutor:
         assert self.elastic is not None
         before = self.elastic.state_dict()
         plan = self.elastic.on_batch(BatchStats(stats["batch_s"], self.batch_interval, stats["rows"], stats["keys"]))
-        _write_json_atomic(self._elastic_path(), {"after": batch_id, "state": self.elastic.state_dict(),
-                                                  "prev": before})
+        _write_json_atomic(
+            self._elastic_path(), {"after": batch_id, "state": self.elastic.state_dict(), "prev": before}
+        )
         self.buckets = plan.reduce_buckets
-        out = {"load": stats["batch_s"] / self.batch_interval, "map_tasks": plan.map_tasks,
-               "reduce_buckets": plan.reduce_buckets, "executors": plan.executors}
+        out = {
+            "load": stats["batch_s"] / self.batch_interval,
+            "map_tasks": plan.map_tasks,
+            "reduce_buckets": plan.reduce_buckets,
+            "executors": plan.executors,
+        }
         if self.executor_control is not None:
             out["live_executors"] = len(self.executor_control.executors())
             out.update(self.executor_control.scale_to(plan.executors))
         return out
 
-    def _shuffle(self, proj: DataFrame, in_arrow: pa.Schema, wm_prev: int | None, split: np.ndarray,
-                 blocks: int, batch_id: int) -> dict:
+    def _shuffle(
+        self, proj: DataFrame, in_arrow: pa.Schema, wm_prev: int | None, split: np.ndarray, blocks: int, batch_id: int
+    ) -> dict:
         from pyspark.sql.pandas.types import from_arrow_schema
 
         spark, sc, spec = proj.sparkSession, proj.sparkSession.sparkContext, self.spec
         types = {f.name: f.type for f in in_arrow}
-        map_out = pa.schema([("_pk", pa.int64()), ("_pane", pa.int64()),
-                             *[(g, types[g]) for g in spec.groups], *[(v, types[v]) for v in spec.values]])
-        red_out = pa.schema([("_pane", pa.int64()), *[(g, types[g]) for g in spec.groups],
-                             *[(f"{p}_{v}", pa.int64() if p == "n" or pa.types.is_integer(types[v]) else pa.float64())
-                               for v in spec.values for p in ("s", "n")]])
+        map_out = pa.schema(
+            [
+                ("_pk", pa.int64()),
+                ("_pane", pa.int64()),
+                *[(g, types[g]) for g in spec.groups],
+                *[(v, types[v]) for v in spec.values],
+            ]
+        )
+        red_out = pa.schema(
+            [
+                ("_pane", pa.int64()),
+                *[(g, types[g]) for g in spec.groups],
+                *[
+                    (f"{p}_{v}", pa.int64() if p == "n" or pa.types.is_integer(types[v]) else pa.float64())
+                    for v in spec.values
+                    for p in ("s", "n")
+                ],
+            ]
+        )
         split_bc = sc.broadcast(split.astype(np.int64).tobytes())
         seconds = sc.accumulator(0.0)
         try:
             mapped = proj.mapInArrow(
-                functools.partial(map_side, schema=in_arrow, out_schema=map_out, spec=spec, wm_prev=wm_prev,
-                                  allocator=self.allocator, buckets=self.buckets, tasks=blocks, split_bc=split_bc,
-                                  route=bucket_route(spark, self.buckets), seconds=seconds),
-                from_arrow_schema(map_out))
+                functools.partial(
+                    map_side,
+                    schema=in_arrow,
+                    out_schema=map_out,
+                    spec=spec,
+                    wm_prev=wm_prev,
+                    allocator=self.allocator,
+                    buckets=self.buckets,
+                    tasks=blocks,
+                    split_bc=split_bc,
+                    route=bucket_route(spark, self.buckets),
+                    seconds=seconds,
+                ),
+                from_arrow_schema(map_out),
+            )
             reduced = mapped.repartition(self.buckets, "_pk").mapInArrow(
                 functools.partial(reduce_side, schema=map_out, out_schema=red_out, spec=spec),
-                from_arrow_schema(red_out))
+                from_arrow_schema(red_out),
+            )
             t0 = time.perf_counter()
             reduced.write.mode("overwrite").parquet(self._pane_path(batch_id))
             return {"job_s": time.perf_counter() - t0, "allocator_s": float(seconds.value)}
@@ -392,8 +504,13 @@ class PaneExecutor:
         """Windows whose end lies in (wm_prev, wm_now], from their panes' partial aggregates; returns how many."""
         spec = self.spec
         out_path = os.path.join(self.results_dir, f"batch_id={batch_id}")
-        live = [d for d in sorted(os.listdir(self.panes_dir)) if d.startswith("batch_id=")
-                and int(d.split("=")[1]) <= batch_id and os.path.exists(os.path.join(self.panes_dir, d, "_SUCCESS"))]
+        live = [
+            d
+            for d in sorted(os.listdir(self.panes_dir))
+            if d.startswith("batch_id=")
+            and int(d.split("=")[1]) <= batch_id
+            and os.path.exists(os.path.join(self.panes_dir, d, "_SUCCESS"))
+        ]
         if wm_now is None or (wm_prev is not None and wm_now <= wm_prev) or not live:
             return 0
         panes = spark.read.parquet(*[os.path.join(self.panes_dir, d) for d in live])
@@ -405,11 +522,14 @@ class PaneExecutor:
         combined = spark.sql(
             f"SELECT e - {spec.window} AS ws, e AS we, {groups}, {partials} FROM {view} "
             f"LATERAL VIEW explode(sequence(_pane + {spec.slide}, _pane + {spec.window}, CAST({spec.slide} AS BIGINT)))"
-            f" x AS e WHERE e <= {wm_now} {lo} GROUP BY e, {groups}")
+            f" x AS e WHERE e <= {wm_now} {lo} GROUP BY e, {groups}"
+        )
         out = combined.selectExpr(
-            f"{spec.ts_fn}(ws) AS window_start", f"{spec.ts_fn}(we) AS window_end",
+            f"{spec.ts_fn}(ws) AS window_start",
+            f"{spec.ts_fn}(we) AS window_end",
             *[f"{g} AS {o}" for g, o in zip(spec.groups, spec.out_groups, strict=True)],
-            *[f"{sql} AS {name}" for name, sql in spec.finals])
+            *[f"{sql} AS {name}" for name, sql in spec.finals],
+        )
         if spec.having:
             out = out.where(spec.having)
         out = (self.workload.finalize_batch(out) if self.workload is not None else out).persist()
@@ -434,8 +554,11 @@ class PaneExecutor:
                 continue
             old = int(d.split("=")[1])
             meta = self._meta(old)
-            if old < batch_id and meta is not None and (
-                    meta["max_pane"] is None or meta["max_pane"] + self.spec.window <= wm_prev):
+            if (
+                old < batch_id
+                and meta is not None
+                and (meta["max_pane"] is None or meta["max_pane"] + self.spec.window <= wm_prev)
+            ):
                 shutil.rmtree(os.path.join(self.panes_dir, d), ignore_errors=True)
 
 

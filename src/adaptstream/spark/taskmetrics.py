@@ -20,15 +20,17 @@ def stage_tasks(sc: Any, stage_id: int, attempt: int = 0, limit: int = 100_000) 
         if not m.isDefined():
             continue
         m = m.get()
-        out.append({
-            "index": int(t.index()),
-            "duration_ms": int(t.duration().get()) if t.duration().isDefined() else None,
-            "run_ms": int(m.executorRunTime()),
-            "input_records": int(m.inputMetrics().recordsRead()),
-            "shuffle_records": int(m.shuffleReadMetrics().recordsRead()),
-            "shuffle_written": int(m.shuffleWriteMetrics().recordsWritten()),
-            "executor": str(t.executorId()),
-        })
+        out.append(
+            {
+                "index": int(t.index()),
+                "duration_ms": int(t.duration().get()) if t.duration().isDefined() else None,
+                "run_ms": int(m.executorRunTime()),
+                "input_records": int(m.inputMetrics().recordsRead()),
+                "shuffle_records": int(m.shuffleReadMetrics().recordsRead()),
+                "shuffle_written": int(m.shuffleWriteMetrics().recordsWritten()),
+                "executor": str(t.executorId()),
+            }
+        )
     return out
 
 

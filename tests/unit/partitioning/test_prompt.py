@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from adaptstream.allocation.prompt import worst_fit_buckets
 from adaptstream.partitioning import build_partitioner
 from adaptstream.partitioning.metrics import batch_report
-from adaptstream.allocation.prompt import worst_fit_buckets
 from adaptstream.partitioning.prompt import PromptPartitioner, bbpfi_plan
 from adaptstream.workloads.partition_workloads import zipf_keys
 

@@ -140,3 +140,39 @@ def testbed_down(
     if problems:
         raise AdaptstreamError("; ".join(problems))
     typer.echo("removed")
+
+
+@app.command("testbed-corpus")
+def testbed_corpus(
+    out: Annotated[Path, typer.Option(help="JSON-lines output; trace ids already in it are skipped")] = Path(
+        "data/costmodel_real_testbed.jsonl"
+    ),
+    n: Annotated[int, typer.Option(help="trace ids 0..n-1 (pairs: random placement, initial placement)")] = 40,
+    seed: Annotated[int, typer.Option()] = 0,
+    hosts: Annotated[str, typer.Option(help="testbed host categories")] = "small,medium,large",
+    duration: Annotated[float, typer.Option(help="seconds per run")] = 30.0,
+    warmup: Annotated[float, typer.Option(help="seconds ignored at the start of a run")] = 10.0,
+    budget_min: Annotated[float, typer.Option(help="stop starting runs after this many minutes")] = 25.0,
+) -> None:
+    """Run generated queries under placements on the REAL testbed (root) and append REAL traces (resumable)."""
+    from adaptstream.costmodel.testbed.corpus import run_corpus
+    from adaptstream.costmodel.testbed.hosts import parse_hosts
+
+    specs = parse_hosts(hosts)
+    if duration <= warmup or warmup < 0:
+        from adaptstream.errors import ConfigError
+
+        msg = f"--duration ({duration}) must exceed --warmup ({warmup}) >= 0"
+        raise ConfigError(msg)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    written = run_corpus(
+        out,
+        n,
+        seed,
+        specs,
+        duration_s=duration,
+        warmup_s=warmup,
+        budget_s=budget_min * 60,
+        log=lambda s: typer.echo(s),
+    )
+    typer.echo(f"wrote {written} real traces to {out}")

@@ -235,6 +235,9 @@ class Testbed:
             "spark.executorEnv.PYTHONPATH": self.pythonpath,
             "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
             "spark.executor.extraJavaOptions": jvm_opts(h),
+            # Python workers start slowly under a small quota and a loaded machine: 15 s handshakes time out
+            "spark.python.authenticate.socketTimeout": "120s",
+            "spark.executorEnv.SPARK_AUTH_SOCKET_TIMEOUT": "120",
         }
 
     def host_record(self, name: str) -> Host:

@@ -1,0 +1,350 @@
+"""The REAL corpus job: generated queries under placements on the testbed, measured labels, resumable.
+
+Trace pair j (ids ``tb-<seed>-<2j>`` and ``tb-<seed>-<2j+1>``) runs query j of the Table II generator
+(`QueryGenerator`, seeded by (seed, j)), realised for Spark (`placement.realise`), once under a random valid
+placement (Fig. 5 rules, `sample_placement`) and once under the heuristic `initial_placement`, so the corpus
+also holds the Exp. 2 baseline of every query. A trace id already in the output file is skipped.
+
+Labels (origin="real"), from `duration_s` seconds of running, the first `warmup_s` ignored:
+T = sink rows/s; Le / Lp = median over output rows (per-batch medians weighted by rows) of output time minus
+the generation time (rate source timestamp) / ingestion time (micro-batch time at the source operator) of the
+oldest input row involved; backpressure = some piece's median micro-batch duration in the second half exceeds
+the 1 s trigger, or a cross-host edge holds more than 2 s of its input unread at the end; success = the sink
+received rows and no piece failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from adaptstream.costmodel.generate import QueryGenerator, initial_placement, sample_placement
+from adaptstream.costmodel.model import Labels, QueryGraph, Trace, read_traces, write_traces
+from adaptstream.costmodel.testbed import system
+from adaptstream.costmodel.testbed.cluster import Testbed
+from adaptstream.costmodel.testbed.hosts import HostSpec
+from adaptstream.costmodel.testbed.placement import edge_key, pieces, realise
+from adaptstream.errors import EnvironmentProblem
+
+TRIGGER_MS = 1000.0
+
+
+class AgentProc:
+    """One `agent.py` driver process pinned to a host; JSON lines over pipes."""
+
+    def __init__(self, tb: Testbed, host: str, log: Path) -> None:
+        conf = tb.app_conf(host)
+        conf["spark.executor.extraJavaOptions"] = "-Xss16m " + conf["spark.executor.extraJavaOptions"]
+        env = {**os.environ, "SPARK_LOCAL_IP": tb.driver_host, "PYTHONPATH": tb.pythonpath}
+        self.log = log.open("ab")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "adaptstream.costmodel.testbed.agent",
+                tb.master_url,
+                json.dumps(conf),
+                f"tb-{host}",
+                str(log.with_suffix(".spark.log")),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
+        tb.ledger.add("pids", self.proc.pid)
+        self.replies: queue.Queue[dict[str, Any]] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("AGENT "):
+                self.replies.put(json.loads(line[6:]))
+        self.replies.put({"ok": False, "error": "agent exited", "dead": True})
+
+    def send(self, cmd: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+
+    def reply(self, timeout: float) -> dict[str, Any]:
+        try:
+            return self.replies.get(timeout=timeout)
+        except queue.Empty:
+            return {"ok": False, "error": f"no reply within {timeout:.0f} s"}
+
+    def close(self) -> None:
+        try:
+            self.send({"cmd": "exit"})
+            self.proc.wait(timeout=60)
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            system.stop_pids([self.proc.pid])
+        self.log.close()
+
+
+def query_for(seed: int, j: int) -> QueryGraph:
+    rng = np.random.default_rng([seed, j])
+    return QueryGenerator().sample(rng, query_id=f"tbq-{seed}-{j}")
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def labels_from(result: dict[str, Any], t0: float, t1: float, warmup_s: float) -> tuple[Labels, dict[str, Any]]:
+    """Labels from the agents' stop replies (see the module docstring)."""
+    sink = [b for b in result["sink"] if b["t"] >= t0 + warmup_s]
+    rows = sum(b["n"] for b in sink)
+    span = max(1e-6, t1 - (t0 + warmup_s))
+
+    def wmedian(key: str) -> float | None:
+        if not sink:
+            return None
+        vals = sorted((b[key] * 1000.0, b["n"]) for b in sink)
+        half, acc = rows / 2.0, 0
+        for v, n in vals:
+            acc += n
+            if acc >= half:
+                return round(v, 2)
+        return round(vals[-1][0], 2)
+
+    slow = {}
+    for name, pc in result["pieces"].items():
+        mid = t0 + (t1 - t0) / 2
+        durs = [b["ms"] for b in pc["batches"] if b["ms"] is not None and _epoch(b["ts"]) >= mid]
+        slow[name] = statistics.median(durs) if durs else None
+    lagging = [k for k, v in result["backlog_s"].items() if v > 2.0]
+    bp = any(v is not None and v > TRIGGER_MS for v in slow.values()) or bool(lagging)
+    errors = [pc["exception"] for pc in result["pieces"].values() if pc["exception"]] + result["errors"]
+    success = rows > 0 and not errors and any(b["n"] for b in result["sink"])
+    labels = Labels(
+        throughput=round(rows / span, 3),
+        e2e_latency_ms=wmedian("le"),
+        proc_latency_ms=wmedian("lp"),
+        backpressure=bool(bp),
+        success=bool(success),
+        origin="real",
+    )
+    detail = {
+        "median_batch_ms_2nd_half": slow,
+        "lagging_edges": lagging,
+        "errors": [e[:300] for e in errors],
+        "sink_rows_after_warmup": rows,
+        "sink_batches": len(result["sink"]),
+    }
+    return labels, detail
+
+
+def _epoch(ts: str | None) -> float:
+    if not ts:
+        return 0.0
+    from datetime import datetime
+
+    return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+
+
+def run_trace(
+    tb: Testbed,
+    agents: dict[str, AgentProc],
+    redis_addr: tuple[str, int],
+    trace_id: str,
+    query: QueryGraph,
+    params: dict[str, Any],
+    placement: dict[str, str],
+    duration_s: float,
+    warmup_s: float,
+    workdir: Path,
+) -> Trace:
+    import redis
+
+    ps = pieces(query, placement)
+    upstream = {op.id: list(query.upstream(op.id)) for op in query.operators}
+    ck = workdir / "ck" / trace_id
+    by_host: dict[str, list[dict[str, Any]]] = {}
+    for p in ps:
+        by_host.setdefault(p["host"], []).append(p)
+    load0 = _load()
+    stat0 = {h.name: system.cgroup_stat(tb.cgroup(h.name)) for h in tb.hosts}
+    errors: list[str] = []
+    for host, hp in by_host.items():
+        agents[host].send(
+            {
+                "cmd": "start",
+                "trace": trace_id,
+                "pieces": hp,
+                "params": params,
+                "upstream": upstream,
+                "redis": list(redis_addr),
+                "dir": str(ck / host),
+            }
+        )
+    for host in by_host:
+        r = agents[host].reply(180)
+        if not r.get("ok"):
+            errors.append(f"{host} start: {r.get('error')}")
+    t0 = time.time()
+    time.sleep(duration_s)
+    t1 = time.time()
+    result: dict[str, Any] = {"pieces": {}, "sink": [], "errors": errors, "backlog_s": {}}
+    for host in by_host:
+        agents[host].send({"cmd": "stop", "trace": trace_id})
+    for host in by_host:
+        r = agents[host].reply(180)
+        if not r.get("ok"):
+            errors.append(f"{host} stop: {r.get('error')}")
+            continue
+        result["pieces"].update({f"{host}/{k}": v for k, v in r["pieces"].items()})
+        result["sink"].extend(r["sink"])
+    rc = redis.Redis(host=redis_addr[0], port=redis_addr[1])
+    rates = _rates_out(query, params)
+    for p in ps:
+        if p["sink"]:
+            continue
+        key = edge_key(trace_id, p["tail"])
+        entries = rc.xrange(key)
+        unread = sum(len(json.loads(f[b"b"])) for _i, f in entries)
+        result["backlog_s"][p["tail"]] = round(unread / max(rates.get(p["tail"], 1.0), 1e-3), 2)
+        rc.delete(key)
+    shutil.rmtree(ck, ignore_errors=True)
+    labels, detail = labels_from(result, t0, t1, warmup_s)
+    stat1 = {h.name: system.cgroup_stat(tb.cgroup(h.name)) for h in tb.hosts}
+    throttled_s = {
+        h: round((stat1[h].get("cpu_throttled_time", 0) - stat0[h].get("cpu_throttled_time", 0)) / 1e9, 2)
+        for h in stat1
+    }
+    meta = {
+        "testbed": "real (cgroups + netns on one machine, docs/testbed.md)",
+        "duration_s": duration_s,
+        "warmup_s": warmup_s,
+        "trigger_ms": TRIGGER_MS,
+        "pieces": [{k: p[k] for k in ("piece", "host", "ops", "sink")} for p in ps],
+        "load1_before": round(load0, 2),
+        "load1_after": round(_load(), 2),
+        "cpu_throttled_s": throttled_s,
+        "backlog_s": result["backlog_s"],
+        **detail,
+    }
+    hosts = [tb.host_record(h.name) for h in tb.hosts]
+    return Trace(trace_id, query, hosts, placement, labels, meta)
+
+
+def _rates_out(query: QueryGraph, params: dict[str, Any]) -> dict[str, float]:
+    from adaptstream.costmodel.testbed.placement import _rates
+
+    return _rates(query, {k: float(v["rate"]) for k, v in params.items() if v["kind"] == "source"})
+
+
+def run_corpus(
+    out: Path,
+    n: int,
+    seed: int,
+    hosts: list[HostSpec],
+    duration_s: float = 30.0,
+    warmup_s: float = 10.0,
+    budget_s: float = 1500.0,
+    log: Callable[[str], None] = print,
+) -> int:
+    """Run traces 0..n-1 not yet in `out` (JSON lines, appended one by one) until done or `budget_s` spent."""
+    t_start = time.monotonic()
+    done = {t.trace_id for t in read_traces(out)} if out.exists() else set()
+    todo = [i for i in range(n) if f"tb-{seed}-{i:05d}" not in done]
+    if not todo:
+        log(f"all {n} traces already in {out}")
+        return 0
+    written = 0
+    with Testbed(hosts, pythonpath=os.environ.get("PYTHONPATH", "")) as tb:
+        workdir = tb.dir
+        import socket
+
+        with socket.socket() as s:
+            s.bind((tb.driver_host, 0))
+            rport = s.getsockname()[1]
+        system.spawn(
+            tb.ledger,
+            [
+                "redis-server",
+                "--bind",
+                tb.driver_host,
+                "--port",
+                str(rport),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--protected-mode",
+                "no",
+            ],
+            workdir / "logs" / "redis.log",
+            dict(os.environ),
+        )
+        agents = {h.name: AgentProc(tb, h.name, workdir / "logs" / f"agent_{h.name}.log") for h in hosts}
+        try:
+            for name, a in agents.items():
+                r = a.reply(300)
+                if not r.get("ready"):
+                    msg = f"agent for {name} did not start: {r.get('error')} (log {workdir}/logs/agent_{name}.log)"
+                    raise EnvironmentProblem(msg)
+            log(f"testbed up in {time.monotonic() - t_start:.0f} s: {tb.master_url}")
+            host_records = [tb.host_record(h.name) for h in hosts]
+            for i in todo:
+                if time.monotonic() - t_start > budget_s:
+                    log(f"budget of {budget_s:.0f} s spent; {written} traces written, resume to continue")
+                    break
+                q, params = realise(query_for(seed, i // 2))
+                if i % 2 == 0:
+                    placement = sample_placement(q, host_records, np.random.default_rng([seed, i, 1]))
+                    kind = "random"
+                else:
+                    placement = initial_placement(q, host_records)
+                    kind = "initial"
+                tid = f"tb-{seed}-{i:05d}"
+                t = run_trace(
+                    tb, agents, (tb.driver_host, rport), tid, q, params, placement, duration_s, warmup_s, workdir
+                )
+                t = Trace(
+                    t.trace_id,
+                    t.query,
+                    t.hosts,
+                    t.placement,
+                    t.labels,
+                    {
+                        **t.meta,
+                        "seed": seed,
+                        "index": i,
+                        "query_index": i // 2,
+                        "placement_kind": kind,
+                        "realised": "placement.realise (docs/testbed.md)",
+                    },
+                )
+                with out.open("a") as fh:
+                    fh.write(json.dumps(t.to_dict()) + "\n")
+                written += 1
+                lb = t.labels
+                assert lb is not None
+                log(
+                    f"[{time.monotonic() - t_start:6.0f}s] {tid} {q.query_type:16s} {kind:7s} T={lb.throughput:.1f} "
+                    f"Le={lb.e2e_latency_ms} Lp={lb.proc_latency_ms} bp={lb.backpressure} ok={lb.success} "
+                    f"load={t.meta['load1_after']}"
+                )
+        finally:
+            for a in agents.values():
+                a.close()
+    return written
+
+
+__all__ = ["query_for", "run_corpus", "run_trace", "write_traces"]

@@ -1,0 +1,84 @@
+"""Placement on the REAL testbed, the parts without Spark: pieces, realisation, labels, host categories."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from adaptstream.costmodel.generate import initial_placement, sample_placement
+from adaptstream.costmodel.model import Host
+from adaptstream.costmodel.testbed.corpus import labels_from, query_for
+from adaptstream.costmodel.testbed.hosts import CATEGORIES, parse_hosts
+from adaptstream.costmodel.testbed.placement import FILTER_MOD, MAX_RATE, pieces, realise
+from adaptstream.errors import ConfigError
+
+HOSTS = [
+    Host(h.name, h.cpu_pct, h.ram_mb, h.bandwidth_mbits, 0.0, h.category) for h in parse_hosts("small,medium,large")
+]
+
+
+@pytest.mark.parametrize("j", range(12))
+def test_pieces_partition_the_query_by_host(j: int) -> None:
+    q, _ = realise(query_for(0, j))
+    for pl in (sample_placement(q, HOSTS, np.random.default_rng(j)), initial_placement(q, HOSTS)):
+        ps = pieces(q, pl)
+        ops = [o for p in ps for o in p["ops"]]
+        assert sorted(ops) == sorted(op.id for op in q.operators)
+        assert sum(p["sink"] for p in ps) == 1
+        for p in ps:
+            assert {pl[o] for o in p["ops"]} == {p["host"]}
+            # the tail is the only member whose output leaves the piece (or the sink)
+            leaving = [o for o in p["ops"] if any(d not in p["ops"] for d in q.downstream(o)) or o == q.sink().id]
+            assert leaving == [p["tail"]]
+        # every cross-host edge starts at a piece's tail
+        tails = {p["tail"] for p in ps}
+        assert all(a in tails for a, b in q.edges if pl[a] != pl[b])
+
+
+@pytest.mark.parametrize("j", range(30))
+def test_realise_describes_what_runs(j: int) -> None:
+    q, params = realise(query_for(1, j))
+    for op in q.operators:
+        p = params[op.id]
+        if op.kind == "source":
+            assert op.feature("event_rate") == p["rate"] <= MAX_RATE
+        if op.kind == "filter":
+            assert op.feature("filter_function") == "<"
+            assert abs(p["threshold"] / FILTER_MOD - op.feature("selectivity")) < 1e-3
+        if op.kind in ("window_agg", "window_join"):
+            assert op.feature("window_policy") == "time"
+            assert 0 < p["slide_s"] <= p["window_s"] == op.feature("window_size")
+
+
+def _reply(sink: list[dict], batch_ms: float, backlog_s: float = 0.0) -> dict:
+    batches = [{"ts": f"2026-01-01T00:00:{s:02d}.000Z", "ms": batch_ms, "rows": 10} for s in range(30)]
+    return {
+        "sink": sink,
+        "pieces": {"h0/p0": {"exception": None, "batches": batches}},
+        "errors": [],
+        "backlog_s": {"src0": backlog_s},
+    }
+
+
+def test_labels_from_agent_replies() -> None:
+    from datetime import datetime, timezone
+
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc).timestamp()
+    sink = [{"t": t0 + s, "n": 10, "le": 1.0 + s / 100, "lp": 0.5} for s in range(30)]
+    lb, _ = labels_from(_reply(sink, 400.0), t0, t0 + 30, warmup_s=10)
+    assert lb.origin == "real" and lb.success and not lb.backpressure
+    assert lb.throughput == pytest.approx(200 / 20)  # batches at t0+10..t0+29 after warm-up
+    assert 1190 <= lb.e2e_latency_ms <= 1200 and lb.proc_latency_ms == 500
+    assert labels_from(_reply(sink, 1500.0), t0, t0 + 30, 10)[0].backpressure
+    assert labels_from(_reply(sink, 400.0, backlog_s=3.0), t0, t0 + 30, 10)[0].backpressure
+    failed = labels_from(_reply([], 400.0), t0, t0 + 30, 10)[0]
+    assert not failed.success and failed.throughput == 0 and failed.e2e_latency_ms is None
+
+
+def test_parse_hosts() -> None:
+    hs = parse_hosts("small,large:cpu=120:bw=50")
+    assert [h.name for h in hs] == ["h0", "h1"]
+    assert hs[0].cpu_pct == CATEGORIES["small"]["cpu_pct"] and hs[1].cpu_pct == 120 and hs[1].bandwidth_mbits == 50
+    for bad in ("tiny", "small:cpu=x", "small:gpu=1", "small:cpu=0", ""):
+        with pytest.raises(ConfigError):
+            parse_hosts(bad)

@@ -235,10 +235,9 @@ def test_lmstream_margin_adapts_to_the_estimation_error():
     p = build_admission("lmstream", slide=5.0, warmup_batches=0, history=6)
     _learn(p, [(r, 0.2 + r / 10_000) for r in (1000, 3000, 2000)])
     assert p.margin() == 0.0
-    t, seq = 100.0, 0
-    for wrong in [True] * 6 + [False] * 6:
+    t = 100.0
+    for seq, wrong in enumerate([True] * 6 + [False] * 6):
         pending = [_ds(seq, t - 4.5, 2000)]
-        seq += 1
         assert p.admit(t, pending)  # age 4.5 + gap Proc(0) 0.2 + Proc(2000 + a few) 0.4 >= 5 - margin
         est = p.estimate_proc(2000)
         proc = est * 2 if wrong else est
@@ -265,7 +264,7 @@ def test_lmstream_decisions_on_recorded_spark_traces_match_golden():
     with open(os.path.join(os.path.dirname(GOLDEN), "admission_recorded.json")) as f:
         golden = json.load(f)
     decisions = recorded_decisions()
-    assert set(decisions) >= {"LR1S-6000-asap", "LR1S-6000-lmstream-old"}
+    assert set(decisions) >= {"LR1S-6000-asap", "LR1S-6000-asap-load-ramp", "LR1S-6000-lmstream-old"}
     assert decisions == golden
 
 
@@ -284,3 +283,19 @@ def test_lmstream_margin_learns_the_underestimates_of_a_recorded_run():
     assert auto.margin() > 0.2 and fixed0.margin() == 0.0
     assert all(x["admit_delay"] <= y["admit_delay"] for x, y in zip(a, z, strict=True))
     assert sum(d["admit_delay"] for d in a) < sum(d["admit_delay"] for d in z)
+
+
+def test_lmstream_stops_buffering_when_the_load_ramps_up_on_a_recorded_trace():
+    """Recorded while other work raised the machine's load (processing 1.6 s -> 9 s per batch at a constant 6000
+    rows/s): the next batch could never keep the bound, so lmstream admits every batch at its first chance and its
+    margin grows, while the paper's exact rule still holds batches back."""
+    from adaptstream.admission.replay import replay_recorded
+
+    with open(os.path.join(os.path.dirname(GOLDEN), "traces", "LR1S-6000-asap-load-ramp.json")) as f:
+        trace = json.load(f)
+    ours = build_admission("lmstream", slide=5.0)
+    paper = build_admission("lmstream", slide=5.0, estimator="avgthput", lookahead=False, margin=0.0, warmup_batches=0)
+    a, z = replay_recorded(ours, trace, after_gap=0.5), replay_recorded(paper, trace, after_gap=0.5)
+    assert all(d["admit_delay"] <= 0 for d in a)
+    assert any(d["admit_delay"] > 0.5 for d in z)
+    assert ours.margin() > 1.0

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 import time
 from pathlib import Path
 from typing import Annotated
@@ -23,6 +22,7 @@ import typer
 from rich.console import Console
 
 from adaptstream.bench.lmstream import ALL_WORKLOADS
+from adaptstream.bench.source import _git
 from adaptstream.runner import RunResult, RunSpec
 
 POLICIES = ("lmstream", "asap", "fixed")
@@ -206,15 +206,6 @@ def targets(data: dict) -> list[dict]:
         }
     )
     return res
-
-
-def _git() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def _fmt(x, spec: str = ".2f") -> str:

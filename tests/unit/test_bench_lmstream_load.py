@@ -1,0 +1,51 @@
+"""The verdicts of ``adaptstream bench lmstream-load`` computed from recorded run rows (no Spark)."""
+
+from __future__ import annotations
+
+from adaptstream.bench.lmstream_load import summarize_queries, targets
+
+
+def _run(w: str, p: str, rate: int, holds: bool, thput: float = 1000.0, avg: float = 2.0, own: bool = True) -> dict:
+    return {
+        "workload": w,
+        "policy": p,
+        "traffic": "constant",
+        "rate": rate,
+        "holds": holds,
+        "holds_own": own,
+        "thput": thput,
+        "wall_thput": rate,
+        "avg_latency": avg,
+        "p99_latency": avg * 2,
+        "within": 1.0,
+    }
+
+
+def _data(runs: list[dict]) -> dict:
+    return {"runs": runs, "queries": summarize_queries(runs, "constant")}
+
+
+def test_max_rate_is_the_highest_rate_that_held():
+    runs = [_run("LR1S", "asap", 1000, True), _run("LR1S", "asap", 2000, True), _run("LR1S", "asap", 4000, False)]
+    q = summarize_queries(runs, "constant")["LR1S"]["asap"]
+    assert (q["max_rate"], q["broke_at"], q["rates_run"]) == (2000, 4000, [1000, 2000, 4000])
+
+
+def test_targets_met_and_missed():
+    queries = ("LR1S", "LR1T", "LR2S", "CM1S", "CM1T", "CM2S")
+    good = []
+    for w in queries:
+        good += [
+            _run(w, "asap", 1000, True),
+            _run(w, "asap", 2000, False),
+            _run(w, "lmstream", 1000, True, thput=3000, avg=1.0),
+            _run(w, "lmstream", 2000, True, thput=3000),
+            _run(w, "lmstream", 4000, False),
+            _run(w, "fixed", 1000, False, thput=2000, avg=5.0),
+        ]
+    verdicts = [t["met"] for t in targets(_data(good))]
+    assert verdicts == [True, True, True, True]
+    bad = [r for r in good if not (r["workload"] == "CM1S" and r["policy"] == "lmstream" and r["rate"] == 1000)]
+    bad.append(_run("CM1S", "lmstream", 1000, False, thput=1000, avg=4.9))
+    verdicts = [t["met"] for t in targets(_data(bad))]
+    assert verdicts == [False, True, False, True]  # CM1S is not among the 1000 rows/s latency queries

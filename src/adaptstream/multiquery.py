@@ -13,7 +13,7 @@ starts nothing: Spark as it is. With one workload there is nothing to arbitrate:
 Queries start at random times in ``[0, start_spread]`` seconds (Klink Sec. 6.1.1: window deadlines spread), and
 never two at once: a query starts once the previous one completed its first micro-batch (the costly one: code
 generation, state stores), because Spark gives a new Python source process only 10 s to connect back, which a
-loaded machine can miss (a query whose source missed it is started again, up to 3 times).
+loaded machine can miss (a query whose source missed it is started again, up to 5 times).
 """
 
 from __future__ import annotations
@@ -58,15 +58,17 @@ class MultiResult:
 WORKER_TIMEOUT = "Python worker failed to connect back"
 
 
-def run_workload_retrying(spark, spec: RunSpec, run_dir: str, attempts: int = 3, **kwargs: Any) -> RunResult:
+def run_workload_retrying(spark, spec: RunSpec, run_dir: str, attempts: int = 5, **kwargs: Any) -> RunResult:
     """:func:`run_workload`, started again (fresh) when Spark's new Python source process missed its 10 s to
-    connect back: on a loaded machine that happens before the query read anything, and says nothing about it."""
+    connect back: on a loaded machine that happens before the query read anything, and says nothing about it.
+    Each new attempt waits 5 s longer, so a busy moment (another query's first batch) can pass."""
     for attempt in range(1, attempts + 1):
         try:
             return run_workload(spark, spec, run_dir, fresh=True, **kwargs)
         except AdaptstreamError as e:
             if WORKER_TIMEOUT not in str(e) or attempt == attempts:
                 raise
+            time.sleep(5.0 * attempt)
     raise AssertionError("unreachable")
 
 

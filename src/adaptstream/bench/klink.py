@@ -183,9 +183,13 @@ def klink_command(
     try:
         typer.echo("bench klink: warm-up (1 query, not recorded)")
         one_run(spark, "default", 1, 8.0, rate, 0.0, seed + 999, work)
-        for i, n in enumerate(ns):
+        for i, n in enumerate(sorted(ns, reverse=True)):
             order = pols[i % len(pols) :] + pols[: i % len(pols)]
             for p in order:
+                if time.time() - meta["started"] > budget_minutes * 60:
+                    meta.setdefault("skipped", []).append(f"{p}@N={n}")
+                    typer.echo(f"  N={n} {p:8s} skipped: the {budget_minutes:g} min budget is spent")
+                    continue
                 t0 = time.time()
                 try:
                     r = one_run(spark, p, n, duration, rate, start_spread, seed, work)

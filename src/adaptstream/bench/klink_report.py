@@ -178,7 +178,7 @@ def write_report(result: dict, out: Path) -> Path:
         lines.append(
             f"| {r['policy']} | {r['queries']} | {c.get('requests', 0)} | {c.get('decisions', 0)} | "
             f"{_f(r['cpu_ms_per_decision'], '{:.3f}')} | {_f(r['cpu_ms_per_request'], '{:.3f}')} | "
-            f"{_f(r['rows_per_s'], '{:.0f}')} | {r['unfinished']} |"
+            f"{_f(r['rows_per_s'], '{:.0f}')} | {_f(r['unfinished'], '{}')} |"
         )
     failed = [r for r in result["runs"] if r.get("error")]
     if failed:

@@ -26,7 +26,7 @@ case "${1:-}" in
         --memory "${ADAPTSTREAM_WORKER_MEMORY:-2g}" \
         --webui-port 0 "$URL" >/dev/null
     done
-    for _ in $(seq 1 60); do  # wait until every worker registered
+    for _ in $(seq 1 120); do  # wait until every worker registered (slow on a loaded machine)
       if [ "$(grep -h -c 'Successfully registered with master' "$SPARK_LOG_DIR"/*Worker*.out 2>/dev/null \
               | awk '{s+=$1} END {print s+0}')" -ge "$n" ]; then echo "$URL"; exit 0; fi
       sleep 1

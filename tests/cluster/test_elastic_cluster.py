@@ -42,15 +42,15 @@ def master(tmp_path_factory):
         "PYTHON": sys.executable,
         "ADAPTSTREAM_WORKER_MEMORY": "1g",
     }
-    url = subprocess.run(
-        ["bash", f"{ROOT}/scripts/cluster.sh", "start", "3"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=True,
-    ).stdout.strip()
-    try:
+    try:  # a start that times out may leave daemons behind: stop in every case
+        url = subprocess.run(
+            ["bash", f"{ROOT}/scripts/cluster.sh", "start", "3"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        ).stdout.strip()
         yield url
     finally:
         subprocess.run(["bash", f"{ROOT}/scripts/cluster.sh", "stop"], env=env, timeout=120, check=False)

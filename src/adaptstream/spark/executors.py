@@ -1,4 +1,4 @@
-"""Executors at run time, through Spark's own cluster-manager requests (``SparkContext.requestExecutors`` /
+"""Executors at run time, through Spark's own cluster-manager requests (``SparkContext.requestTotalExecutors`` /
 ``killExecutor``, a Scala developer API reached through the JVM gateway). Standalone, YARN and Kubernetes honour
 them; ``local[*]`` runs one executor inside the driver and cannot, so :class:`ExecutorControl` refuses it with a
 clear error. ``killExecutor`` is refused by Spark while dynamic allocation is on: use one or the other."""
@@ -43,19 +43,19 @@ class ExecutorControl:
         return sorted(ids, key=lambda x: int(x) if x.isdigit() else x)
 
     def scale_to(self, n: int) -> dict:
-        """Ask for ``n`` executors: request the missing ones, or kill the newest surplus ones (without
-        replacement). Returns what was asked; executors arrive asynchronously (``wait_for``)."""
+        """Ask for ``n`` executors: kill the newest surplus ones (without replacement) and set the cluster
+        manager's target to ``n`` (``requestTotalExecutors``). Executors arrive asynchronously (``wait_for``)."""
         if n < 1:
             msg = f"an application needs at least one executor, got {n}"
             raise ConfigError(msg)
         live = self.executors()
-        if n > len(live):
-            self._jsc.requestExecutors(n - len(live))
-            return {"requested": n - len(live), "killed": []}
         victims = live[n:] if n < len(live) else []
         for e in reversed(victims):
-            self._jsc.killExecutor(e)
-        return {"requested": 0, "killed": victims}
+            self._jsc.killExecutor(e)  # lowers the target by one, never below 0
+        # An absolute target: after kills a relative requestExecutors(k) would count from the lowered target.
+        jvm = self.sc._jvm
+        self._jsc.requestTotalExecutors(n, 0, jvm.PythonUtils.toScalaMap(jvm.java.util.HashMap()))
+        return {"requested": max(0, n - len(live)), "killed": victims}
 
     def wait_for(self, n: int, timeout: float = 60.0, poll: float = 0.25) -> bool:
         """True once exactly ``n`` executors are alive (within ``timeout`` seconds)."""

@@ -243,6 +243,35 @@ def run_trace(
     return Trace(trace_id, query, hosts, placement, labels, meta)
 
 
+def warm_up_agents(
+    tb: Testbed,
+    agents: dict[str, AgentProc],
+    redis_addr: tuple[str, int],
+    workdir: Path,
+    log: Callable[[str], None],
+    duration_s: float = 40.0,
+) -> None:
+    """Unrecorded runs so that every agent has run a source piece and a `tbredis` piece once: a fresh query's
+    first micro-batch on a cold executor (Python workers, source runner) takes 10-30 s on this machine."""
+    from adaptstream.costmodel.model import Operator
+
+    names = [h.name for h in tb.hosts]
+    q = QueryGraph(
+        "warmup",
+        (
+            Operator("src0", "source", {"event_rate": 100.0, "tuple_width_out": 3}),
+            Operator("flt1", "filter", {"selectivity": 0.5}),
+            Operator("sink2", "sink", {}),
+        ),
+        (("src0", "flt1"), ("flt1", "sink2")),
+    )
+    q, params = realise(q)
+    for shift in range(min(2, len(names))):
+        pl = {op: names[(k + shift) % len(names)] for k, op in enumerate(("src0", "flt1", "sink2"))}
+        t = run_trace(tb, agents, redis_addr, f"warmup{shift}", q, params, pl, duration_s, 0.0, workdir)
+        log(f"warm-up {pl}: sink rows {t.meta['sink_rows_after_warmup']} (not recorded)")
+
+
 def _rates_out(query: QueryGraph, params: dict[str, Any]) -> dict[str, float]:
     from adaptstream.costmodel.testbed.placement import _rates
 
@@ -301,6 +330,7 @@ def run_corpus(
                     raise EnvironmentProblem(msg)
             log(f"testbed up in {time.monotonic() - t_start:.0f} s: {tb.master_url}")
             host_records = [tb.host_record(h.name) for h in hosts]
+            warm_up_agents(tb, agents, (tb.driver_host, rport), workdir, log)
             for i in todo:
                 if time.monotonic() - t_start > budget_s:
                     log(f"budget of {budget_s:.0f} s spent; {written} traces written, resume to continue")

@@ -287,11 +287,13 @@ def run_corpus(
     warmup_s: float = 10.0,
     budget_s: float = 1500.0,
     log: Callable[[str], None] = print,
+    only: list[int] | None = None,
 ) -> int:
-    """Run traces 0..n-1 not yet in `out` (JSON lines, appended one by one) until done or `budget_s` spent."""
+    """Run traces 0..n-1 (or just `only`) not yet in `out` (JSON lines, appended one by one) until done or
+    `budget_s` is spent; returns how many were written."""
     t_start = time.monotonic()
     done = {t.trace_id for t in read_traces(out)} if out.exists() else set()
-    todo = [i for i in range(n) if f"tb-{seed}-{i:05d}" not in done]
+    todo = [i for i in (only if only is not None else range(n)) if f"tb-{seed}-{i:05d}" not in done]
     if not todo:
         log(f"all {n} traces already in {out}")
         return 0

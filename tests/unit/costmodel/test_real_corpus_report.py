@@ -39,3 +39,15 @@ def test_summary_pairs_random_with_initial(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "rep" / "costmodel_real_corpus.json").read_text())["n_traces"] == 4
     assert "REAL testbed" in (tmp_path / "rep" / "costmodel_real_corpus.md").read_text()
     assert main([str(tmp_path / "missing.jsonl")]) == 2
+
+
+def test_committed_sample_holds_real_traces_with_run_conditions() -> None:
+    from adaptstream.costmodel.model import read_traces
+
+    path = Path(__file__).resolve().parents[2] / "fixtures" / "costmodel" / "real_testbed_sample.jsonl"
+    traces = list(read_traces(path))
+    assert traces and all(t.labels is not None and t.labels.origin == "real" for t in traces)
+    for t in traces:
+        assert {"pieces", "load1_before", "load1_after", "cpu_throttled_s", "duration_s"} <= set(t.meta)
+        assert {h.category for h in t.hosts} == {"small", "medium", "large"}
+    assert summarise(path, None)["n_traces"] == len(traces)

@@ -173,7 +173,18 @@ def test_pinned_executor_runs_in_its_hosts_cgroup_and_namespace(tmp_path: Path) 
     assert _leftovers(tb.prefix) == []
 
 
+def _redis_missing() -> str:
+    from adaptstream.costmodel.testbed.corpus import check_redis
+
+    try:
+        check_redis()
+    except EnvironmentProblem as exc:
+        return str(exc)
+    return ""
+
+
 @needs_root
+@pytest.mark.skipif(bool(_redis_missing()), reason=f"placed queries need Redis: {_redis_missing()}")
 def test_corpus_job_records_a_real_trace_and_resumes(tmp_path: Path) -> None:
     """One linear query under its initial placement (source on the small host, sink on the large one)."""
     from adaptstream.costmodel.model import read_traces

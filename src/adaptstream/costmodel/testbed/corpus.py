@@ -97,6 +97,18 @@ class AgentProc:
         self.log.close()
 
 
+def check_redis() -> None:
+    """Placed queries need a Redis server binary and the redis Python client (cross-host edges)."""
+    if shutil.which("redis-server") is None:
+        msg = "redis-server is missing (cross-host edges of placed queries); install it: apt-get install redis-server"
+        raise EnvironmentProblem(msg)
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        msg = "the redis Python client is missing; pip install 'adaptstream[testbed]' (or pip install redis)"
+        raise EnvironmentProblem(msg) from None
+
+
 def query_for(seed: int, j: int) -> QueryGraph:
     rng = np.random.default_rng([seed, j])
     return QueryGenerator().sample(rng, query_id=f"tbq-{seed}-{j}")
@@ -297,6 +309,7 @@ def run_corpus(
     if not todo:
         log(f"all {n} traces already in {out}")
         return 0
+    check_redis()
     written = 0
     with Testbed(hosts, pythonpath=os.environ.get("PYTHONPATH", "")) as tb:
         workdir = tb.dir

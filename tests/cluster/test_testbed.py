@@ -171,3 +171,34 @@ def test_pinned_executor_runs_in_its_hosts_cgroup_and_namespace(tmp_path: Path) 
     finally:
         assert tb.stop() == []
     assert _leftovers(tb.prefix) == []
+
+
+def _redis_missing() -> str:
+    from adaptstream.costmodel.testbed.corpus import check_redis
+
+    try:
+        check_redis()
+    except EnvironmentProblem as exc:
+        return str(exc)
+    return ""
+
+
+@needs_root
+@pytest.mark.skipif(bool(_redis_missing()), reason=f"placed queries need Redis: {_redis_missing()}")
+def test_corpus_job_records_a_real_trace_and_resumes(tmp_path: Path) -> None:
+    """One linear query under its initial placement (source on the small host, sink on the large one)."""
+    from adaptstream.costmodel.model import read_traces
+    from adaptstream.costmodel.testbed.corpus import query_for, run_corpus
+
+    seed = next(s for s in range(100) if query_for(s, 0).query_type.startswith("linear"))
+    out = tmp_path / "real.jsonl"
+    hosts = parse_hosts("small,large")
+    run_corpus(out, n=2, seed=seed, hosts=hosts, duration_s=40, warmup_s=15, budget_s=1200, only=[1])
+    (t,) = list(read_traces(out))
+    assert t.trace_id == f"tb-{seed}-00001" and t.meta["placement_kind"] == "initial"
+    assert t.labels is not None and t.labels.origin == "real"
+    assert t.labels.success, t.meta
+    assert t.labels.throughput > 0 and t.labels.e2e_latency_ms >= t.labels.proc_latency_ms > 0
+    assert {p["host"] for p in t.meta["pieces"]} == {"h0", "h1"}
+    assert t.meta["load1_before"] >= 0 and "cpu_throttled_s" in t.meta
+    assert run_corpus(out, n=2, seed=seed, hosts=hosts, only=[1]) == 0  # resumable: done ids are skipped

@@ -82,3 +82,16 @@ def test_parse_hosts() -> None:
     for bad in ("tiny", "small:cpu=x", "small:gpu=1", "small:cpu=0", ""):
         with pytest.raises(ConfigError):
             parse_hosts(bad)
+
+
+def test_testbed_refuses_clearly_without_root_or_cgroups(monkeypatch, tmp_path) -> None:
+    from adaptstream.costmodel.testbed import system
+    from adaptstream.errors import EnvironmentProblem
+
+    monkeypatch.setattr(system.os, "geteuid", lambda: 1000)
+    with pytest.raises(EnvironmentProblem, match="needs root"):
+        system.check_support()
+    monkeypatch.setattr(system.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(system, "CGROUP_ROOT", tmp_path)
+    with pytest.raises(EnvironmentProblem, match="cgroup v1 controller 'cpu' is not mounted"):
+        system.check_support()

@@ -97,6 +97,18 @@ class AgentProc:
         self.log.close()
 
 
+def check_redis() -> None:
+    """Placed queries need a Redis server binary and the redis Python client (cross-host edges)."""
+    if shutil.which("redis-server") is None:
+        msg = "redis-server is missing (cross-host edges of placed queries); install it: apt-get install redis-server"
+        raise EnvironmentProblem(msg)
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        msg = "the redis Python client is missing; pip install 'adaptstream[testbed]' (or pip install redis)"
+        raise EnvironmentProblem(msg) from None
+
+
 def query_for(seed: int, j: int) -> QueryGraph:
     rng = np.random.default_rng([seed, j])
     return QueryGenerator().sample(rng, query_id=f"tbq-{seed}-{j}")
@@ -243,6 +255,35 @@ def run_trace(
     return Trace(trace_id, query, hosts, placement, labels, meta)
 
 
+def warm_up_agents(
+    tb: Testbed,
+    agents: dict[str, AgentProc],
+    redis_addr: tuple[str, int],
+    workdir: Path,
+    log: Callable[[str], None],
+    duration_s: float = 40.0,
+) -> None:
+    """Unrecorded runs so that every agent has run a source piece and a `tbredis` piece once: a fresh query's
+    first micro-batch on a cold executor (Python workers, source runner) takes 10-30 s on this machine."""
+    from adaptstream.costmodel.model import Operator
+
+    names = [h.name for h in tb.hosts]
+    q = QueryGraph(
+        "warmup",
+        (
+            Operator("src0", "source", {"event_rate": 100.0, "tuple_width_out": 3}),
+            Operator("flt1", "filter", {"selectivity": 0.5}),
+            Operator("sink2", "sink", {}),
+        ),
+        (("src0", "flt1"), ("flt1", "sink2")),
+    )
+    q, params = realise(q)
+    for shift in range(min(2, len(names))):
+        pl = {op: names[(k + shift) % len(names)] for k, op in enumerate(("src0", "flt1", "sink2"))}
+        t = run_trace(tb, agents, redis_addr, f"warmup{shift}", q, params, pl, duration_s, 0.0, workdir)
+        log(f"warm-up {pl}: sink rows {t.meta['sink_rows_after_warmup']} (not recorded)")
+
+
 def _rates_out(query: QueryGraph, params: dict[str, Any]) -> dict[str, float]:
     from adaptstream.costmodel.testbed.placement import _rates
 
@@ -258,14 +299,17 @@ def run_corpus(
     warmup_s: float = 10.0,
     budget_s: float = 1500.0,
     log: Callable[[str], None] = print,
+    only: list[int] | None = None,
 ) -> int:
-    """Run traces 0..n-1 not yet in `out` (JSON lines, appended one by one) until done or `budget_s` spent."""
+    """Run traces 0..n-1 (or just `only`) not yet in `out` (JSON lines, appended one by one) until done or
+    `budget_s` is spent; returns how many were written."""
     t_start = time.monotonic()
     done = {t.trace_id for t in read_traces(out)} if out.exists() else set()
-    todo = [i for i in range(n) if f"tb-{seed}-{i:05d}" not in done]
+    todo = [i for i in (only if only is not None else range(n)) if f"tb-{seed}-{i:05d}" not in done]
     if not todo:
         log(f"all {n} traces already in {out}")
         return 0
+    check_redis()
     written = 0
     with Testbed(hosts, pythonpath=os.environ.get("PYTHONPATH", "")) as tb:
         workdir = tb.dir
@@ -301,6 +345,7 @@ def run_corpus(
                     raise EnvironmentProblem(msg)
             log(f"testbed up in {time.monotonic() - t_start:.0f} s: {tb.master_url}")
             host_records = [tb.host_record(h.name) for h in hosts]
+            warm_up_agents(tb, agents, (tb.driver_host, rport), workdir, log)
             for i in todo:
                 if time.monotonic() - t_start > budget_s:
                     log(f"budget of {budget_s:.0f} s spent; {written} traces written, resume to continue")

@@ -139,8 +139,9 @@ import sys
 from adaptstream.spark.session import build_spark
 url, out, ck, state, mode = sys.argv[1:6]
 spark = build_spark(app_name="redis-kill-test")
+per_batch = "1" if mode == "run" else "1000"  # many small batches to kill one mid-way; then drain quickly
 df = (spark.readStream.format("adaptstream").schema("k STRING, v INT").option("path", url)
-      .option("statePath", state).option("datasetSeconds", "0.2").option("maxDatasetsPerBatch", "1").load())
+      .option("statePath", state).option("datasetSeconds", "0.5").option("maxDatasetsPerBatch", per_batch).load())
 w = df.writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)
 q = (w.trigger(availableNow=True) if mode == "drain" else w).start()
 q.awaitTermination()
@@ -150,7 +151,7 @@ q.awaitTermination()
 class _Producer(threading.Thread):
     """Writes k<i % 5>,<i> entries at about ``rate`` per second until stopped (a live producer, not a barrier)."""
 
-    def __init__(self, r, stream: str, rate: float = 200.0) -> None:
+    def __init__(self, r, stream: str, rate: float = 100.0) -> None:
         super().__init__(daemon=True)
         self.r, self.stream, self.rate = r, stream, rate
         self.written = 0
@@ -190,13 +191,13 @@ def test_kill_9_of_the_driver_while_the_producer_writes_loses_and_duplicates_not
         os.killpg(proc.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers, mid-batch
         proc.wait()
     at_kill = producer.written
-    _wait_for(lambda: producer.written >= at_kill + 200)  # the producer keeps writing while the driver is down
+    _wait_for(lambda: producer.written >= at_kill + 100)  # the producer keeps writing while the driver is down
     producer.halt.set()
     producer.join()
     done = subprocess.run(
         [sys.executable, str(script), url, out, ck, state, "drain"],
         env=env,
-        timeout=400,
+        timeout=600,
         capture_output=True,
         text=True,
     )

@@ -103,8 +103,9 @@ def check_multi(ms: MultiSpec, run_dir: str) -> list[str]:
     return names
 
 
-def run_multi(spark, ms: MultiSpec, run_dir: str,
-              on_progress: Callable[[str, dict], None] | None = None) -> MultiResult:
+def run_multi(
+    spark, ms: MultiSpec, run_dir: str, on_progress: Callable[[str, dict], None] | None = None
+) -> MultiResult:
     """Run every workload concurrently; returns when all finished (or raises the first failure)."""
     from adaptstream.control.controller import Controller, jvm_heap_used
     from adaptstream.scheduling import build_scheduler
@@ -141,14 +142,21 @@ def run_multi(spark, ms: MultiSpec, run_dir: str,
             extra = {"windowPeriod": str(wl.effective_slide_s), "watermarkDelay": str(wl.watermark_delay_s)}
             if controller is not None:
                 extra.update(controller=controller.address, controllerQuery=name)
+
             def progress(snap: dict) -> None:
                 if snap["completed"] > 0:  # its first batch (code generation, state stores) is behind it
                     alive[name].set()
                 if on_progress is not None:
                     on_progress(name, snap)
 
-            results[name] = run_workload_retrying(spark, spec, os.path.join(run_dir, name), on_progress=progress,
-                                                  extra_options=extra, query_name=f"{name}_{ms.scheduler}")
+            results[name] = run_workload_retrying(
+                spark,
+                spec,
+                os.path.join(run_dir, name),
+                on_progress=progress,
+                extra_options=extra,
+                query_name=f"{name}_{ms.scheduler}",
+            )
         except BaseException as e:  # reported by the caller's thread
             alive[name].set()
             errors.append(e)
@@ -160,8 +168,10 @@ def run_multi(spark, ms: MultiSpec, run_dir: str,
         path = os.path.join(run_dir, name)
         if os.path.exists(path):
             shutil.rmtree(path)
-    threads = [threading.Thread(target=one, args=(n, s), name=f"adaptstream-{n}", daemon=True)
-               for n, s in zip(names, specs, strict=True)]
+    threads = [
+        threading.Thread(target=one, args=(n, s), name=f"adaptstream-{n}", daemon=True)
+        for n, s in zip(names, specs, strict=True)
+    ]
     try:
         for t in threads:
             t.start()
@@ -173,10 +183,21 @@ def run_multi(spark, ms: MultiSpec, run_dir: str,
             controller.stop()
     wall = time.time() - t0
     with open(os.path.join(run_dir, "multi.json"), "w") as f:
-        json.dump({"scheduler": ms.scheduler, "scheduler_params": dict(ms.scheduler_params), "workloads": names,
-                   "start_delays": delays, "controller": stats, "wall_seconds": wall,
-                   "specs": [asdict(s) for s in specs], "gated": controller is not None, "fair_pools": pools}, f,
-                  indent=2)
+        json.dump(
+            {
+                "scheduler": ms.scheduler,
+                "scheduler_params": dict(ms.scheduler_params),
+                "workloads": names,
+                "start_delays": delays,
+                "controller": stats,
+                "wall_seconds": wall,
+                "specs": [asdict(s) for s in specs],
+                "gated": controller is not None,
+                "fair_pools": pools,
+            },
+            f,
+            indent=2,
+        )
     if errors:
         first = errors[0]
         if isinstance(first, AdaptstreamError):

@@ -8,8 +8,9 @@ import time
 from adaptstream.errors import AdaptstreamError, ConfigError
 
 
-def run_several(workloads: list[str], scheduler: str, start_spread: float, run_dir: str | None, master: str,
-                **spec_fields) -> None:
+def run_several(
+    workloads: list[str], scheduler: str, start_spread: float, run_dir: str | None, master: str, **spec_fields
+) -> None:
     """Check everything, start one SparkSession, run the workloads concurrently, summarise each."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -39,8 +40,13 @@ def run_several(workloads: list[str], scheduler: str, start_spread: float, run_d
     else:
         spark = cli._spark(master, log_file)
     total = len(input_files(input_dir)) if input_dir else round(spec_fields.get("duration", 60.0))
-    with Progress(TextColumn("[bold]{task.fields[label]}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=console) as prog:
+    with Progress(
+        TextColumn("[bold]{task.fields[label]}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as prog:
         tasks = {n: prog.add_task(n, total=total, label=n) for n in names}
 
         def show(name: str, snap: dict) -> None:
@@ -52,13 +58,20 @@ def run_several(workloads: list[str], scheduler: str, start_spread: float, run_d
             raise type(exc)(f"{exc} (Spark's log: {log_file})") from exc
     for name in names:
         r = result.results[name]
-        plot_timelines({r.spec.admission: r.metrics_dir}, os.path.join(r.run_dir, "timeline.png"),
-                       f"{name} under {r.spec.admission}, scheduler {scheduler}", r.slide or None)
+        plot_timelines(
+            {r.spec.admission: r.metrics_dir},
+            os.path.join(r.run_dir, "timeline.png"),
+            f"{name} under {r.spec.admission}, scheduler {scheduler}",
+            r.slide or None,
+        )
     _print_table([result.results[n] for n in names])
     for name in names:
         lat = output_latency(result.results[name].run_dir)
         if lat["windows"]:
-            console.print(f"{name}: output latency mean {lat['mean_s']:.2f} s, p99 {lat['p99_s']:.2f} s over "
-                          f"{lat['windows']} window results")
-    console.print(f"run directory: [bold]{run_dir}[/] (one folder per workload: {', '.join(names)}; multi.json, "
-                  "spark.log)")
+            console.print(
+                f"{name}: output latency mean {lat['mean_s']:.2f} s, p99 {lat['p99_s']:.2f} s over "
+                f"{lat['windows']} window results"
+            )
+    console.print(
+        f"run directory: [bold]{run_dir}[/] (one folder per workload: {', '.join(names)}; multi.json, spark.log)"
+    )

@@ -34,8 +34,10 @@ def _check_against_oracle(spark, run_dir: str, workload: str, input_dir: str) ->
 
 
 def test_three_queries_under_klink_equal_batch_sql(spark, tmp_path):
-    specs = tuple(RunSpec(workload=w, admission="asap", rate=100, duration=8, seed=s, drain=True,
-                          finish_timeout=240) for w, s in (("YSB", 1), ("YSBZ", 2), ("YSB", 3)))
+    specs = tuple(
+        RunSpec(workload=w, admission="asap", rate=100, duration=8, seed=s, drain=True, finish_timeout=240)
+        for w, s in (("YSB", 1), ("YSBZ", 2), ("YSB", 3))
+    )
     res = run_multi(spark, MultiSpec(specs, scheduler="klink", start_spread=2.0, seed=4), str(tmp_path))
     assert res.names == ["YSB", "YSBZ", "YSB-2"]
     for name in res.names:
@@ -51,8 +53,10 @@ def test_three_queries_under_klink_equal_batch_sql(spark, tmp_path):
 def test_three_queries_on_one_input_directory_under_default_equal_batch_sql(spark, tmp_path):
     data = tmp_path / "in"
     write_run(build_generator("ysb", seed=5), WORKLOADS.get("YSB"), data, [100] * 10)
-    specs = tuple(RunSpec(workload=w, admission="asap", input_dir=str(data), drain=True, finish_timeout=240)
-                  for w in ("YSB", "YSB", "YSBZ"))
+    specs = tuple(
+        RunSpec(workload=w, admission="asap", input_dir=str(data), drain=True, finish_timeout=240)
+        for w in ("YSB", "YSB", "YSBZ")
+    )
     res = run_multi(spark, MultiSpec(specs, scheduler="default"), str(tmp_path / "run"))
     assert res.controller is None  # default: Spark as it is, nothing started
     for name in res.names:
@@ -85,9 +89,18 @@ def test_controller_restart_mid_run_reregisters_the_query(spark, tmp_path):
 
     spec = RunSpec(workload="YSB", admission="asap", rate=100, duration=12, drain=True, finish_timeout=240)
     try:
-        res = run_workload(spark, spec, str(tmp_path), on_progress=restart_after_first_batch,
-                           extra_options={"controller": first.address, "controllerQuery": "ysb",
-                                          "windowPeriod": "10", "watermarkDelay": "2"})
+        res = run_workload(
+            spark,
+            spec,
+            str(tmp_path),
+            on_progress=restart_after_first_batch,
+            extra_options={
+                "controller": first.address,
+                "controllerQuery": "ysb",
+                "windowPeriod": "10",
+                "watermarkDelay": "2",
+            },
+        )
         second = state["second"]
         assert second is not None, "the run ended before its first batch completed"
         assert res.unfinished == 0

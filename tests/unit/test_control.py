@@ -83,7 +83,7 @@ def test_bad_requests_get_an_error_reply_not_a_dead_server(controller):
 
 
 def test_bad_address_is_a_config_error():
-    with pytest.raises(ConfigError, match="127.0.0.1:PORT"):
+    with pytest.raises(ConfigError, match=r"127\.0\.0\.1:PORT"):
         ControllerClient("localhost", "q")
 
 

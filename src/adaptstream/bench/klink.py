@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 import typer
@@ -109,7 +109,7 @@ def swm_replay(seconds: int, seed: int = 0) -> dict:
             rng = np.random.default_rng(seed)
             for k in range(seconds):
                 gen.generate(k, 200)
-                newest = gen.event_stats(k)[0]
+                newest = gen.event_stats(k)[0]  # type: ignore[attr-defined]
                 arrival = k + 1 + float(rng.uniform(0.0, 0.05))  # the writer's own lateness
                 est.observe(k, arrival, newest, 0.0)
             out[f"{gen_name}/{label}"] = {
@@ -161,7 +161,7 @@ def klink_command(
     target = report_dir("bench-klink", out, update_docs)
     target.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="adaptstream-bench-klink-"))
-    meta = {
+    meta: dict[str, Any] = {
         "command": " ".join(["adaptstream", "bench", "klink", *sys.argv[3:]]),
         "git": _git(),
         "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},

@@ -91,6 +91,8 @@ def _plots(result: dict, out: Path) -> None:
     fig.savefig(out / "klink-latency.png", dpi=110)
     plt.close(fig)
     n = saturation_n(result["runs"])
+    if n is None:
+        return
     fig, ax = plt.subplots(figsize=(6, 4))
     for p in [p for p in POLICY_ORDER if p in by and n in by[p]]:
         lat = np.sort(by[p][n]["latencies"])

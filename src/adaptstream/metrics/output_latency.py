@@ -46,8 +46,11 @@ def window_latencies(run_dir: str) -> list[float]:
         files = [os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".parquet")]
         if not files:
             continue
-        table = pq.read_table(files, columns=["window_end"]) if len(files) > 1 else pq.read_table(
-            files[0], columns=["window_end"])
+        table = (
+            pq.read_table(files, columns=["window_end"])
+            if len(files) > 1
+            else pq.read_table(files[0], columns=["window_end"])
+        )
         if table.num_rows == 0:
             continue
         # Spark writes INT96 timestamps, which pyarrow reads as nanoseconds: normalise to microseconds
@@ -62,8 +65,12 @@ def summarize(latencies: list[float]) -> dict:
     if not latencies:
         return {"windows": 0, "mean_s": None, "p50_s": None, "p99_s": None}
     a = np.asarray(latencies)
-    return {"windows": len(a), "mean_s": float(a.mean()), "p50_s": float(np.percentile(a, 50)),
-            "p99_s": float(np.percentile(a, 99))}
+    return {
+        "windows": len(a),
+        "mean_s": float(a.mean()),
+        "p50_s": float(np.percentile(a, 50)),
+        "p99_s": float(np.percentile(a, 99)),
+    }
 
 
 def output_latency(run_dir: str) -> dict:

@@ -30,8 +30,16 @@ N_CAMPAIGNS = 100
 AD_TYPES = ("banner", "modal", "sponsored-search", "mail", "mobile")
 EVENT_TYPES = ("view", "click", "purchase")
 SENTINEL = "sentinel"
-ARROW_SCHEMA = pa.schema([("user_id", pa.int64()), ("page_id", pa.int64()), ("ad_id", pa.int32()),
-                          ("ad_type", pa.string()), ("event_type", pa.string()), ("event_time", pa.int64())])
+ARROW_SCHEMA = pa.schema(
+    [
+        ("user_id", pa.int64()),
+        ("page_id", pa.int64()),
+        ("ad_id", pa.int32()),
+        ("ad_type", pa.string()),
+        ("event_type", pa.string()),
+        ("event_time", pa.int64()),
+    ]
+)
 SPARK_DDL = "user_id BIGINT, page_id BIGINT, ad_id INT, ad_type STRING, event_type STRING, event_time BIGINT"
 ZIPF_STEPS = 200
 
@@ -71,7 +79,7 @@ class YsbGenerator(DatasetGenerator):
         self.config = config
         self.name = "ysb" if config.delay == "uniform" else "ysb_zipf"
         k = np.arange(1, ZIPF_STEPS + 1, dtype=float)
-        w = k ** -config.zipf_s
+        w = k**-config.zipf_s
         self._zipf_p = w / w.sum()
         self._newest: dict[int, float] = {}  # dataset -> newest event time (s), for the scheduling controller
 
@@ -92,14 +100,17 @@ class YsbGenerator(DatasetGenerator):
             self._newest[second] = float(ms.max()) / 1000.0
             for old in [k for k in self._newest if k < second - 64]:
                 del self._newest[old]
-        return pa.table({
-            "user_id": rng.integers(0, 1 << 40, n_rows),
-            "page_id": rng.integers(0, 1 << 40, n_rows),
-            "ad_id": rng.integers(0, N_ADS, n_rows).astype(np.int32),
-            "ad_type": pa.array(np.asarray(AD_TYPES)[rng.integers(0, len(AD_TYPES), n_rows)]),
-            "event_type": pa.array(np.asarray(EVENT_TYPES)[rng.choice(3, n_rows, p=[0.7, 0.2, 0.1])]),
-            "event_time": ms,
-        }, schema=ARROW_SCHEMA)
+        return pa.table(
+            {
+                "user_id": rng.integers(0, 1 << 40, n_rows),
+                "page_id": rng.integers(0, 1 << 40, n_rows),
+                "ad_id": rng.integers(0, N_ADS, n_rows).astype(np.int32),
+                "ad_type": pa.array(np.asarray(AD_TYPES)[rng.integers(0, len(AD_TYPES), n_rows)]),
+                "event_type": pa.array(np.asarray(EVENT_TYPES)[rng.choice(3, n_rows, p=[0.7, 0.2, 0.1])]),
+                "event_time": ms,
+            },
+            schema=ARROW_SCHEMA,
+        )
 
     def event_stats(self, second: int) -> tuple[float, int, None, None] | None:
         """Newest event time (seconds since the run's start) of dataset ``second``: its progress indicator."""
@@ -114,8 +125,17 @@ class YsbGenerator(DatasetGenerator):
 
     @classmethod
     def sentinel_table(cls, time_s: int) -> pa.Table:
-        return pa.table({"user_id": [0], "page_id": [0], "ad_id": pa.array([0], pa.int32()), "ad_type": ["-"],
-                         "event_type": [SENTINEL], "event_time": [int(time_s) * 1000]}, schema=ARROW_SCHEMA)
+        return pa.table(
+            {
+                "user_id": [0],
+                "page_id": [0],
+                "ad_id": pa.array([0], pa.int32()),
+                "ad_type": ["-"],
+                "event_type": [SENTINEL],
+                "event_time": [int(time_s) * 1000],
+            },
+            schema=ARROW_SCHEMA,
+        )
 
 
 YsbGeneratorConfig.generator_cls = YsbGenerator
@@ -132,16 +152,20 @@ class YsbWorkload(Workload):
         from pyspark.sql import functions as F
 
         wm = df.withColumn("event_ts", F.expr(f"timestamp_millis(event_time + {RUN_EPOCH_S * 1000})")).withWatermark(
-            "event_ts", f"{round(self.watermark_delay_s * 1000)} milliseconds")
+            "event_ts", f"{round(self.watermark_delay_s * 1000)} milliseconds"
+        )
         # pinned to the event time so the optimizer keeps the filter above the watermark (docs/workloads.md)
         views = wm.where("CASE WHEN event_ts IS NOT NULL THEN event_type = 'view' END")
-        campaigns = df.sparkSession.createDataFrame([(a, campaign_of(a)) for a in range(N_ADS)],
-                                                    "ad_id INT, campaign_id INT")
+        campaigns = df.sparkSession.createDataFrame(
+            [(a, campaign_of(a)) for a in range(N_ADS)], "ad_id INT, campaign_id INT"
+        )
         joined = views.join(F.broadcast(campaigns), "ad_id")
-        agg = joined.groupBy(F.window("event_ts", f"{round(self.window_s * 1000)} milliseconds").alias("w"),
-                             "campaign_id").agg(F.count(F.lit(1)).alias("views"))
-        return agg.select(F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"),
-                          "campaign_id", "views")
+        agg = joined.groupBy(
+            F.window("event_ts", f"{round(self.window_s * 1000)} milliseconds").alias("w"), "campaign_id"
+        ).agg(F.count(F.lit(1)).alias("views"))
+        return agg.select(
+            F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"), "campaign_id", "views"
+        )
 
     def batch_sql(self, view: str) -> str:
         size = round(self.window_s * 1000)
@@ -157,11 +181,21 @@ class YsbWorkload(Workload):
         return ("window_start", "window_end", "campaign_id", "views")
 
 
-_YSB: dict[str, Any] = {"window_s": 10.0, "slide_s": 10.0, "key_columns": ("ad_id",), "event_time_column": "event_time",
-                        "watermark_delay_s": 2.0}
-YSB = YsbWorkload(name="YSB", generator="ysb", description="Yahoo Streaming Benchmark, 10 s tumbling, uniform "
-                  "network delay", **_YSB)
-YSBZ = YsbWorkload(name="YSBZ", generator="ysb_zipf", description="Yahoo Streaming Benchmark, 10 s tumbling, Zipf "
-                   "(0.99) network delay", **_YSB)
+_YSB: dict[str, Any] = {
+    "window_s": 10.0,
+    "slide_s": 10.0,
+    "key_columns": ("ad_id",),
+    "event_time_column": "event_time",
+    "watermark_delay_s": 2.0,
+}
+YSB = YsbWorkload(
+    name="YSB", generator="ysb", description="Yahoo Streaming Benchmark, 10 s tumbling, uniform network delay", **_YSB
+)
+YSBZ = YsbWorkload(
+    name="YSBZ",
+    generator="ysb_zipf",
+    description="Yahoo Streaming Benchmark, 10 s tumbling, Zipf (0.99) network delay",
+    **_YSB,
+)
 WORKLOADS.register("YSB")(YSB)
 WORKLOADS.register("YSBZ")(YSBZ)

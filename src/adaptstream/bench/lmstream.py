@@ -125,13 +125,13 @@ def _write_report(out: str, title: str, matrix: list[RunResult], rate_rows: list
                   "The slope is a least-squares fit of MaxLat over time.", "",
                   "| workload | policy | rate (rows/s) | avg latency (s) | max latency (s) | MaxLat slope (s/s) | "
                   "growth | unfinished | bounded |", "|---|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {r['workload']} | {r['policy']} | {r['rate']} | {r['avg_latency']:.2f} | "
-                  f"{r['max_latency']:.2f} | {r['slope']:.3f} | {r['growth']:.2f} | {r['unfinished']} | "
-                  f"{'yes' if r['bounded'] else 'no'} |" for r in rate_rows]
+        lines += [f"| {row['workload']} | {row['policy']} | {row['rate']} | {row['avg_latency']:.2f} | "
+                  f"{row['max_latency']:.2f} | {row['slope']:.3f} | {row['growth']:.2f} | {row['unfinished']} | "
+                  f"{'yes' if row['bounded'] else 'no'} |" for row in rate_rows]
         best: dict[str, int] = {}
-        for r in rate_rows:
-            if r["bounded"]:
-                best[r["policy"]] = max(best.get(r["policy"], 0), r["rate"])
+        for row in rate_rows:
+            if row["bounded"]:
+                best[row["policy"]] = max(best.get(row["policy"], 0), row["rate"])
         lines += ["", "Highest bounded rate per policy: " + ", ".join(f"{p} {v} rows/s" for p, v in best.items()), ""]
     path = os.path.join(out, "README.md")
     with open(path, "w") as f:

@@ -211,6 +211,9 @@ def run(
     from adaptstream.runner import RunSpec, check_spec, input_files, is_redis_url
 
     workloads = workload or ["LR1S"]
+    if len(workloads) > 1 and (reduce is not None or elastic is not None):
+        msg = "--reduce and --elastic run one workload (pane mode); give a single --workload"
+        raise ConfigError(msg)
     if len(workloads) > 1:
         from adaptstream.multiquery_cli import run_several
 

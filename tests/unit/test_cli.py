@@ -279,3 +279,8 @@ def test_benchmark_reports_default_to_a_run_directory():
     assert report_dir("bench-x", "elsewhere", False) == Path("elsewhere")
     with pytest.raises(ConfigError):
         report_dir("bench-x", "elsewhere", True)
+
+
+def test_pane_mode_refuses_several_workloads(capsys):
+    code, out = invoke(capsys, "run", "--workload", "LR2S", "--workload", "CM1S", "--reduce", "prompt")
+    assert code == 2 and "single --workload" in out and "Traceback" not in out

@@ -34,6 +34,18 @@ def build_piece(spark: Any, cmd: dict[str, Any], piece: dict[str, Any]) -> Any:
     params, upstream, members = cmd["params"], cmd["upstream"], set(piece["ops"])
     rhost, rport = cmd["redis"]
 
+    def has_watermark(op_id: str) -> bool:
+        """A join inside this piece (possibly behind filters) already defines the event-time watermark; Spark
+        refuses a second `withWatermark` on its output."""
+        while op_id in members and params[op_id]["kind"] == "filter":
+            op_id = upstream[op_id][0]
+        return op_id in members and params[op_id]["kind"] == "window_join"
+
+    def timed(d: Any, up: str) -> Any:
+        if has_watermark(up):
+            return d
+        return d.withColumn("ts", F.timestamp_seconds("ev")).withWatermark("ts", WATERMARK)
+
     def df_of(op_id: str) -> Any:
         if op_id not in members:
             return (
@@ -65,7 +77,7 @@ def build_piece(spark: Any, cmd: dict[str, Any], piece: dict[str, Any]) -> Any:
             return ups[0]
         ms = max(1, round(p["window_s"] * 1000))
         if kind == "window_agg":
-            d = ups[0].withColumn("ts", F.timestamp_seconds("ev")).withWatermark("ts", WATERMARK)
+            d = timed(ups[0], upstream[op_id][0])
             slide = max(1, round(p["slide_s"] * 1000))
             w = F.window("ts", f"{ms} milliseconds", f"{slide} milliseconds")
             g = d.groupBy(w, F.pmod(F.col("v"), F.lit(int(p["groups"]))).alias("k")).agg(
@@ -75,9 +87,9 @@ def build_piece(spark: Any, cmd: dict[str, Any], piece: dict[str, Any]) -> Any:
         # window_join: an interval join on a key with round(1/selectivity) values
         keys = int(p["keys"])
         sides = []
-        for name, d in zip(("a", "b"), ups, strict=True):
-            d = d.withColumn("ts", F.timestamp_seconds("ev")).withColumn("jk", F.pmod(F.col("v") * 31, F.lit(keys)))
-            sides.append(d.withWatermark("ts", WATERMARK).alias(name))
+        for name, d, u in zip(("a", "b"), ups, upstream[op_id], strict=True):
+            d = timed(d, u).withColumn("jk", F.pmod(F.col("v") * 31, F.lit(keys)))
+            sides.append(d.alias(name))
         cond = F.expr(
             f"a.jk = b.jk AND b.ts >= a.ts - interval {ms} milliseconds AND b.ts <= a.ts + interval {ms} milliseconds"
         )
@@ -88,6 +100,7 @@ def build_piece(spark: Any, cmd: dict[str, Any], piece: dict[str, Any]) -> Any:
             F.col("a.jk").alias("k"),
             F.col("a.v").alias("v"),
             F.concat("a.pl", "b.pl").alias("pl"),
+            F.col("a.ts").alias("ts"),  # keeps the watermark for a later join or aggregation in this piece
         )
 
     return df_of(piece["tail"])

@@ -35,9 +35,7 @@ QUICK = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes, report under runs/costmodel_quick")
     parser.add_argument(
         "--reuse-models",
@@ -60,9 +58,7 @@ def main() -> None:
     for f in dataclasses.fields(EvalConfig):
         v = getattr(args, f.name, None)
         if v is not None:
-            overrides[f.name] = (
-                tuple(x.strip() for x in v.split(",") if x.strip()) if f.type.startswith("tuple") else v
-            )
+            overrides[f.name] = tuple(x.strip() for x in v.split(",") if x.strip()) if f.type.startswith("tuple") else v
     run_evaluation(EvalConfig(**overrides))
 
 

@@ -18,8 +18,7 @@ if __name__ == "__main__":
 
     def show(s: dict, done: int, total: int) -> None:
         print(
-            f"[{time.time() - t0:7.1f}s] part {s['part']:4d} ({s['n']} traces, {s['seconds']} s)"
-            f" {done}/{total}",
+            f"[{time.time() - t0:7.1f}s] part {s['part']:4d} ({s['n']} traces, {s['seconds']} s) {done}/{total}",
             flush=True,
         )
 

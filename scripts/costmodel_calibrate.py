@@ -212,8 +212,12 @@ def main() -> None:
     fits = {name: fit(WIDTHS, [raw[name][w] for w in WIDTHS]) for name in raw}
     result = {
         "method": __doc__.strip().splitlines()[0],
-        "machine": {"platform": platform.platform(), "python": platform.python_version(),
-                    "processor": platform.processor() or platform.machine(), "cpus": os.cpu_count()},
+        "machine": {
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "processor": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(),
+        },
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "tuples_per_loop": N,
         "repeats": REPEATS,

@@ -32,8 +32,13 @@ from adaptstream.scheduling import SCHEDULERS
 from adaptstream.workloads import WORKLOADS
 
 DEBUG_ENV = "ADAPTSTREAM_DEBUG"
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False,
-                  help="Self-tuning micro-batch stream processing on Apache Spark.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    help="Self-tuning micro-batch stream processing on Apache Spark.",
+)
 console = Console()
 err_console = Console(stderr=True)
 
@@ -70,18 +75,29 @@ def choices(registry: Registry[Any], help: str) -> Any:
 
 
 WorkloadOpt = Annotated[str, choice(WORKLOADS, "LMStream Table III query")]
-WorkloadsOpt = Annotated[list[str] | None, choices(WORKLOADS, "workload to run; give it several times to run "
-                                                    "several queries concurrently in one Spark application "
-                                                    "[default: LR1S]")]
-SchedulerOpt = Annotated[str, choice(SCHEDULERS, "multi-query scheduler (with several --workload; a no-op "
-                                                 "with one)")]
+WorkloadsOpt = Annotated[
+    list[str] | None,
+    choices(
+        WORKLOADS,
+        "workload to run; give it several times to run "
+        "several queries concurrently in one Spark application "
+        "[default: LR1S]",
+    ),
+]
+SchedulerOpt = Annotated[str, choice(SCHEDULERS, "multi-query scheduler (with several --workload; a no-op with one)")]
 AdmissionOpt = Annotated[str, choice(ADMISSION, "when a micro-batch is cut")]
 TrafficOpt = Annotated[str, choice(TRAFFIC, "input rate pattern of the generator")]
 PartitionerOpt = Annotated[str, choice(PARTITIONERS, "how rows are split into Spark input partitions")]
 RateOpt = Annotated[int, typer.Option(min=1, metavar="ROWS", help="mean rows per one-second dataset")]
 MasterOpt = Annotated[str, typer.Option(metavar="URL", help="Spark master URL")]
-ReduceOpt = Annotated[str | None, choice(ALLOCATORS, "pane execution mode: each micro-batch one map/reduce job "
-                                                     "whose reduce buckets this allocator fills (aggregations)")]
+ReduceOpt = Annotated[
+    str | None,
+    choice(
+        ALLOCATORS,
+        "pane execution mode: each micro-batch one map/reduce job "
+        "whose reduce buckets this allocator fills (aggregations)",
+    ),
+]
 
 
 def _version(value: bool) -> None:
@@ -100,8 +116,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version,
-                                          help="Show the version and exit.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", is_eager=True, callback=_version, help="Show the version and exit.")
+    ] = False,
     debug: Annotated[bool, typer.Option("--debug", help=f"Show full tracebacks (or set {DEBUG_ENV}=1).")] = False,
 ) -> None:
     """Self-tuning micro-batch stream processing on Apache Spark."""
@@ -138,8 +155,14 @@ def _run_with_progress(spark, spec, run_dir: str, log_file: str):
         total = None  # a stream: how many datasets it holds is known once they are discovered
     else:
         total = len(input_files(spec.input_dir)) if spec.input_dir else round(spec.duration)
-    with Progress(TextColumn("[bold]{task.fields[label]}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console) as prog:
+    with Progress(
+        TextColumn("[bold]{task.fields[label]}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as prog:
         task = prog.add_task("run", total=total, label=spec.label(), info="")
 
         def show(snap: dict) -> None:
@@ -168,12 +191,17 @@ def _print_table(results) -> None:
     for r in results:
         if r.summary.datasets == 0:
             where = f"--input {r.spec.input_dir}" if r.spec.input_dir else "the generator"
-            console.print(f"[bold yellow]no input:[/] {r.spec.label()} processed no datasets from {where} "
-                          f"({r.summary.quarantined} malformed rows quarantined); the figures are n/a.")
+            console.print(
+                f"[bold yellow]no input:[/] {r.spec.label()} processed no datasets from {where} "
+                f"({r.summary.quarantined} malformed rows quarantined); the figures are n/a."
+            )
     warm = sorted({r.spec.warmup for r in results if r.spec.warmup > 0})
     if warm:
-        console.print(f"The first {warm[0]:g} s of arrivals of each run are a warm-up (query code generation) and "
-                      "are not counted above; the raw metrics keep them.", style="dim")
+        console.print(
+            f"The first {warm[0]:g} s of arrivals of each run are a warm-up (query code generation) and "
+            "are not counted above; the raw metrics keep them.",
+            style="dim",
+        )
 
 
 @app.command()
@@ -183,28 +211,46 @@ def run(
     traffic: TrafficOpt = "constant",
     rate: RateOpt = 1000,
     duration: Annotated[float, typer.Option(min=0.001, metavar="SECONDS", help="seconds of generated input")] = 60.0,
-    trigger: Annotated[float, typer.Option(min=0.001, metavar="SECONDS",
-                                           help="interval of the fixed policy")] = 10.0,
+    trigger: Annotated[float, typer.Option(min=0.001, metavar="SECONDS", help="interval of the fixed policy")] = 10.0,
     seed: Annotated[int, typer.Option(min=0, metavar="N", help="seed of the generated input")] = 0,
-    input: Annotated[str | None, typer.Option(metavar="DIR|URL",
-                                              help="read standard CSV files from DIR, or the entries of a Redis "
-                                                   "stream redis://HOST:PORT/STREAM[,STREAM2], instead of the "
-                                                   "generator (implies --drain)")] = None,
+    input: Annotated[
+        str | None,
+        typer.Option(
+            metavar="DIR|URL",
+            help="read standard CSV files from DIR, or the entries of a Redis "
+            "stream redis://HOST:PORT/STREAM[,STREAM2], instead of the "
+            "generator (implies --drain)",
+        ),
+    ] = None,
     drain: Annotated[bool, typer.Option(help="emit every window once the input is over, then stop")] = False,
-    run_dir: Annotated[str | None, typer.Option(metavar="DIR", help="where metrics, results, plots and "
-                                                "spark.log go [default: runs/<workload>-<admission>-<time>]")] = None,
+    run_dir: Annotated[
+        str | None,
+        typer.Option(
+            metavar="DIR",
+            help="where metrics, results, plots and spark.log go [default: runs/<workload>-<admission>-<time>]",
+        ),
+    ] = None,
     master: MasterOpt = "local[2]",
     partitioner: PartitionerOpt = "time",
     num_blocks: Annotated[int, typer.Option(min=1, metavar="N", help="Spark input partitions per micro-batch")] = 2,
     scheduler: SchedulerOpt = "default",
-    start_spread: Annotated[float, typer.Option(min=0.0, metavar="SECONDS",
-                                                help="several workloads: each starts at a random time in "
-                                                     "[0, SECONDS]")] = 0.0,
+    start_spread: Annotated[
+        float,
+        typer.Option(
+            min=0.0, metavar="SECONDS", help="several workloads: each starts at a random time in [0, SECONDS]"
+        ),
+    ] = 0.0,
     reduce: ReduceOpt = None,
-    reduce_buckets: Annotated[int, typer.Option(min=1, metavar="N", help="reduce tasks per micro-batch "
-                                                "(with --reduce)")] = 4,
-    elastic: Annotated[str | None, choice(ELASTICITY, "with --reduce on a cluster master: reduce buckets and "
-                                          "executors per batch (batch interval: --trigger)")] = None,
+    reduce_buckets: Annotated[
+        int, typer.Option(min=1, metavar="N", help="reduce tasks per micro-batch (with --reduce)")
+    ] = 4,
+    elastic: Annotated[
+        str | None,
+        choice(
+            ELASTICITY,
+            "with --reduce on a cluster master: reduce buckets and executors per batch (batch interval: --trigger)",
+        ),
+    ] = None,
 ) -> None:
     """Run one workload (or several, concurrently, under a multi-query scheduler) and summarise it."""
     from adaptstream.metrics.plots import plot_timelines
@@ -217,9 +263,23 @@ def run(
     if len(workloads) > 1:
         from adaptstream.multiquery_cli import run_several
 
-        run_several(workloads, scheduler, start_spread, run_dir, master, admission=admission, traffic=traffic,
-                    rate=rate, duration=duration, trigger=trigger, seed=seed, input=input, drain=drain,
-                    partitioner=partitioner, num_blocks=num_blocks)
+        run_several(
+            workloads,
+            scheduler,
+            start_spread,
+            run_dir,
+            master,
+            admission=admission,
+            traffic=traffic,
+            rate=rate,
+            duration=duration,
+            trigger=trigger,
+            seed=seed,
+            input=input,
+            drain=drain,
+            partitioner=partitioner,
+            num_blocks=num_blocks,
+        )
         return
     name = workloads[0]
     if scheduler != "default":
@@ -227,9 +287,22 @@ def run(
     if input and not drain:
         drain = True
         console.print("--input implies --drain: the run stops once the input is exhausted", style="yellow")
-    spec = RunSpec(workload=name, admission=admission, traffic=traffic, rate=rate, duration=duration,
-                   trigger=trigger, seed=seed, input_dir=input, drain=drain, partitioner=partitioner,
-                   num_blocks=num_blocks, reduce=reduce, reduce_buckets=reduce_buckets, elastic=elastic)
+    spec = RunSpec(
+        workload=name,
+        admission=admission,
+        traffic=traffic,
+        rate=rate,
+        duration=duration,
+        trigger=trigger,
+        seed=seed,
+        input_dir=input,
+        drain=drain,
+        partitioner=partitioner,
+        num_blocks=num_blocks,
+        reduce=reduce,
+        reduce_buckets=reduce_buckets,
+        elastic=elastic,
+    )
     if elastic is not None:
         from adaptstream.spark.executors import check_elastic_master
 
@@ -237,14 +310,17 @@ def run(
     run_dir = run_dir or os.path.join("runs", f"{spec.label()}-{time.strftime('%Y%m%d-%H%M%S')}")
     check_spec(spec, run_dir)
     if input and not is_redis_url(input) and not input_files(input):
-        msg = (f"--input {input!r} holds no data files (names starting with '.' or '_' are skipped): "
-               "nothing to run")
+        msg = f"--input {input!r} holds no data files (names starting with '.' or '_' are skipped): nothing to run"
         raise ConfigError(msg)
     log_file = os.path.join(_fresh_dir(run_dir), "spark.log")
     spark = _spark(master, log_file)
     result = _run_with_progress(spark, spec, run_dir, log_file)
-    plot_timelines({admission: result.metrics_dir}, os.path.join(run_dir, "timeline.png"),
-                   f"{name} under {admission}", result.slide or None)
+    plot_timelines(
+        {admission: result.metrics_dir},
+        os.path.join(run_dir, "timeline.png"),
+        f"{name} under {admission}",
+        result.slide or None,
+    )
     _print_table([result])
     console.print(f"run directory: [bold]{run_dir}[/] (metrics/, results/, timeline.png, summary.json, spark.log)")
 
@@ -257,11 +333,17 @@ def produce(
     duration: Annotated[int, typer.Option(min=1, metavar="SECONDS", help="seconds of input to write")] = 60,
     traffic: TrafficOpt = "constant",
     seed: Annotated[int, typer.Option(min=0, metavar="N", help="seed of the generated input")] = 0,
-    entry_format: Annotated[str, typer.Option(metavar="[row|fields]",
-                                              help="row: one field 'row' holding a CSV line in the workload's "
-                                                   "column order; fields: one field per column")] = "row",
-    pace: Annotated[bool, typer.Option(help="spread each second's rows over that second (--no-pace: as fast "
-                                            "as the server takes them)")] = True,
+    entry_format: Annotated[
+        str,
+        typer.Option(
+            metavar="[row|fields]",
+            help="row: one field 'row' holding a CSV line in the workload's column order; fields: one field per column",
+        ),
+    ] = "row",
+    pace: Annotated[
+        bool,
+        typer.Option(help="spread each second's rows over that second (--no-pace: as fast as the server takes them)"),
+    ] = True,
 ) -> None:
     """Write a generator workload into a Redis stream at a rate, with the generator's traffic shapes."""
     from adaptstream.connectors.redis import ENTRY_FORMATS, parse_url
@@ -276,11 +358,14 @@ def produce(
     gen = GENERATORS.get(WORKLOADS.get(workload).generator)(seed=seed).build()
     shape = build_traffic(traffic, rate, seed=seed)
     with console.status(f"writing {duration} s of {workload} rows to {to} ..."):
-        stats = produce_entries(addr, duration, lambda k: gen.generate(k, shape.rows_at(k)),
-                                entry_format=entry_format, pace=pace)
-    console.print(f"wrote {stats.entries} entries to {', '.join(stats.streams)} at {addr.where} in "
-                  f"{stats.seconds:.1f} s ({stats.rate:,.0f} entries/s; the XADD round trips alone "
-                  f"{stats.write_rate:,.0f} entries/s)")
+        stats = produce_entries(
+            addr, duration, lambda k: gen.generate(k, shape.rows_at(k)), entry_format=entry_format, pace=pace
+        )
+    console.print(
+        f"wrote {stats.entries} entries to {', '.join(stats.streams)} at {addr.where} in "
+        f"{stats.seconds:.1f} s ({stats.rate:,.0f} entries/s; the XADD round trips alone "
+        f"{stats.write_rate:,.0f} entries/s)"
+    )
 
 
 @app.command()
@@ -296,8 +381,10 @@ def demo(
     from adaptstream.report import write_comparison
     from adaptstream.runner import RunSpec, check_spec
 
-    specs = [RunSpec(workload=workload, admission=admission, traffic=traffic, rate=rate, duration=duration,
-                     warmup=5.0) for admission in ("lmstream", "fixed")]
+    specs = [
+        RunSpec(workload=workload, admission=admission, traffic=traffic, rate=rate, duration=duration, warmup=5.0)
+        for admission in ("lmstream", "fixed")
+    ]
     run_dir = run_dir or os.path.join("runs", f"demo-{time.strftime('%Y%m%d-%H%M%S')}")
     for spec in specs:
         check_spec(spec, os.path.join(run_dir, spec.admission))
@@ -349,8 +436,11 @@ def main(argv: Sequence[str] | None = None, prog_name: str = "adaptstream") -> N
         err_console.print("interrupted", style="yellow")
         sys.exit(130)
     except ModuleNotFoundError as exc:  # an optional dependency (the cost model's torch, lightgbm)
-        _fail(f"this command needs the Python package {exc.name!r}, which is not installed "
-              "(`scripts/setup.sh --dev` installs the optional ones)", 1)
+        _fail(
+            f"this command needs the Python package {exc.name!r}, which is not installed "
+            "(`scripts/setup.sh --dev` installs the optional ones)",
+            1,
+        )
     except Exception as exc:  # a bug or an environment problem we did not foresee: still one line by default
         _fail(f"{type(exc).__name__}: {exc}", 1)
 

@@ -15,8 +15,9 @@ from adaptstream.errors import ConfigError
 DOCS_RESULTS = Path("docs/results")
 
 
-def report_dir(name: str, out: str | os.PathLike[str] | None, update_docs: bool,
-               docs_dir: str | os.PathLike[str] = DOCS_RESULTS) -> Path:
+def report_dir(
+    name: str, out: str | os.PathLike[str] | None, update_docs: bool, docs_dir: str | os.PathLike[str] = DOCS_RESULTS
+) -> Path:
     """``--out`` if given, else ``docs_dir`` with ``--update-docs``, else ``runs/<name>-<timestamp>/``."""
     if out is not None and update_docs:
         msg = "pass either --out DIR or --update-docs, not both"

@@ -21,10 +21,12 @@ COLUMNS = [  # header (short enough for an 80-column terminal), summary field, f
 ]
 
 
-LEGEND = ("avg lat / p99 / max: dataset latency (arrival to batch completion), seconds; <=slide: share of batches "
-          "with MaxLat <= the window slide (sliding windows); rows/s: AvgThPut, rows per second of processing time "
-          "(LMStream Eq. 4); rows/b: rows per micro-batch; sets: datasets counted; unfinished: datasets whose batch "
-          "had not completed when the run gave up waiting.")
+LEGEND = (
+    "avg lat / p99 / max: dataset latency (arrival to batch completion), seconds; <=slide: share of batches "
+    "with MaxLat <= the window slide (sliding windows); rows/s: AvgThPut, rows per second of processing time "
+    "(LMStream Eq. 4); rows/b: rows per micro-batch; sets: datasets counted; unfinished: datasets whose batch "
+    "had not completed when the run gave up waiting."
+)
 
 
 def _fmt(fmt: str, v) -> str:
@@ -82,8 +84,12 @@ def timeline_lines(results: Sequence[RunResult], out_dir: str, suffix: str = "")
     for wl in dict.fromkeys(r.spec.workload for r in results):
         runs = {r.spec.admission: r.metrics_dir for r in results if r.spec.workload == wl}
         slide = next(r.slide for r in results if r.spec.workload == wl)
-        png = plot_timelines(runs, os.path.join(out_dir, f"timeline-{wl}{suffix}.png"),
-                             f"{wl}{suffix.replace('-', ', ')}: max latency and rows per micro-batch", slide or None)
+        png = plot_timelines(
+            runs,
+            os.path.join(out_dir, f"timeline-{wl}{suffix}.png"),
+            f"{wl}{suffix.replace('-', ', ')}: max latency and rows per micro-batch",
+            slide or None,
+        )
         lines.append(f"![{wl} timeline]({os.path.basename(png)})")
     return lines
 

@@ -90,8 +90,16 @@ def progress_snapshot(metrics_dir: str, warmup: float = 0.0) -> dict:
     batches that hold data (not the end-of-input marker) and that are not wholly inside the warm-up."""
     manifest = os.path.join(metrics_dir, "source", "manifest.jsonl")
     datasets = _read_jsonl(os.path.join(metrics_dir, "datasets.jsonl"))
-    snap = {"arrived": _count_lines(manifest), "sealed": _last_is_sentinel(manifest), "completed": len(datasets),
-            "batches": 0, "last_max_latency": None, "last_rows": None, "warmup": warmup, "warming_up": False}
+    snap = {
+        "arrived": _count_lines(manifest),
+        "sealed": _last_is_sentinel(manifest),
+        "completed": len(datasets),
+        "batches": 0,
+        "last_max_latency": None,
+        "last_rows": None,
+        "warmup": warmup,
+        "warming_up": False,
+    }
     data = [d for d in datasets if not d.get("sentinel")]
     first_counted = 0
     if warmup > 0:
@@ -104,8 +112,11 @@ def progress_snapshot(metrics_dir: str, warmup: float = 0.0) -> dict:
             snap["warming_up"] = True
             return snap
         first_counted = min(counted)
-    batches = [b for b in _read_jsonl(os.path.join(metrics_dir, "batches.jsonl"))
-               if b.get("max_latency", 0) > 0 and b["end"] > first_counted]
+    batches = [
+        b
+        for b in _read_jsonl(os.path.join(metrics_dir, "batches.jsonl"))
+        if b.get("max_latency", 0) > 0 and b["end"] > first_counted
+    ]
     snap["batches"] = len({(b["start"], b["end"]) for b in batches})
     if batches:
         snap["last_max_latency"], snap["last_rows"] = batches[-1]["max_latency"], batches[-1]["rows"]
@@ -119,9 +130,14 @@ def is_redis_url(value: str | None) -> bool:
 def source_options(spec: RunSpec, workload, run_dir: str) -> dict[str, str]:
     metrics = os.path.join(run_dir, "metrics")
     opts = {
-        "admission": spec.admission, "slide": str(workload.lmstream_slide), "trigger": str(spec.trigger),
-        "margin": str(spec.margin), "metricsPath": metrics, "partitioner": spec.partitioner,
-        "numBlocks": str(spec.num_blocks), "partitionerParams": spec.partitioner_params,
+        "admission": spec.admission,
+        "slide": str(workload.lmstream_slide),
+        "trigger": str(spec.trigger),
+        "margin": str(spec.margin),
+        "metricsPath": metrics,
+        "partitioner": spec.partitioner,
+        "numBlocks": str(spec.num_blocks),
+        "partitionerParams": spec.partitioner_params,
     }
     if spec.partitioner != "time":
         opts["partitionKey"] = ",".join(workload.key_columns)
@@ -130,9 +146,15 @@ def source_options(spec: RunSpec, workload, run_dir: str) -> dict[str, str]:
     elif spec.input_dir:
         opts.update(connector="files", path=spec.input_dir)
     else:
-        opts.update(connector="generator", generator=workload.generator, traffic=spec.traffic,
-                    rate=str(spec.rate), duration=str(spec.duration), seed=str(spec.seed),
-                    path=os.path.join(run_dir, "input"))
+        opts.update(
+            connector="generator",
+            generator=workload.generator,
+            traffic=spec.traffic,
+            rate=str(spec.rate),
+            duration=str(spec.duration),
+            seed=str(spec.seed),
+            path=os.path.join(run_dir, "input"),
+        )
     if spec.drain:
         sentinel = os.path.join(run_dir, "sentinel.csv")
         opts.update(drain="true", sentinelPath=sentinel)
@@ -200,8 +222,9 @@ def check_spec(spec: RunSpec, run_dir: str) -> None:
 
 def input_files(input_dir: str) -> list[str]:
     """The data files a files-connector run will read (hidden files and our own state are skipped)."""
-    return sorted(n for n in os.listdir(input_dir)
-                  if not n.startswith((".", "_")) and os.path.isfile(os.path.join(input_dir, n)))
+    return sorted(
+        n for n in os.listdir(input_dir) if not n.startswith((".", "_")) and os.path.isfile(os.path.join(input_dir, n))
+    )
 
 
 def _write_sentinel(workload, generator, run_dir: str, spec: RunSpec) -> None:
@@ -212,13 +235,23 @@ def _write_sentinel(workload, generator, run_dir: str, spec: RunSpec) -> None:
 
 
 def _machine() -> dict:
-    return {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
-            "platform": platform.platform()}
+    return {
+        "host": platform.node(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
 
 
-def run_workload(spark, spec: RunSpec, run_dir: str, on_progress: Callable[[dict], None] | None = None,
-                 fresh: bool = True, extra_options: dict[str, str] | None = None,
-                 query_name: str | None = None) -> RunResult:
+def run_workload(
+    spark,
+    spec: RunSpec,
+    run_dir: str,
+    on_progress: Callable[[dict], None] | None = None,
+    fresh: bool = True,
+    extra_options: dict[str, str] | None = None,
+    query_name: str | None = None,
+) -> RunResult:
     """Start the query, wait until the input is done and every dataset's batch completed, stop, summarise.
 
     ``extra_options`` are added to the source's options (the multi-query runner passes the controller's);
@@ -237,8 +270,17 @@ def run_workload(spark, spec: RunSpec, run_dir: str, on_progress: Callable[[dict
         shutil.rmtree(run_dir)
     os.makedirs(run_dir, exist_ok=True)
     with open(os.path.join(run_dir, "run.json"), "w") as f:
-        json.dump({"spec": asdict(spec), "started": time.time(), "machine": _machine(),
-                   "spark": spark.version, "master": spark.sparkContext.master}, f, indent=2)
+        json.dump(
+            {
+                "spec": asdict(spec),
+                "started": time.time(),
+                "machine": _machine(),
+                "spark": spark.version,
+                "master": spark.sparkContext.master,
+            },
+            f,
+            indent=2,
+        )
     if spec.drain:
         _write_sentinel(workload, generator, run_dir, spec)
     reader = spark.readStream.format("adaptstream").schema(generator.spark_schema_ddl)
@@ -255,36 +297,64 @@ def run_workload(spark, spec: RunSpec, run_dir: str, on_progress: Callable[[dict
             from adaptstream.spark.executors import ExecutorControl
 
             control = ExecutorControl(spark.sparkContext)  # refuses local[*]
-            elastic = build_elasticity(spec.elastic, initial_map_tasks=spec.num_blocks,
-                                       initial_reduce_buckets=spec.reduce_buckets)
+            elastic = build_elasticity(
+                spec.elastic, initial_map_tasks=spec.num_blocks, initial_reduce_buckets=spec.reduce_buckets
+            )
         out = reader.load()
-        sink = PaneExecutor(workload, spec.reduce, spec.reduce_buckets, os.path.join(run_dir, "pane-state"), results,
-                            os.path.join(run_dir, "metrics"), elastic=elastic, executors=control,
-                            batch_interval=spec.trigger)
+        sink = PaneExecutor(
+            workload,
+            spec.reduce,
+            spec.reduce_buckets,
+            os.path.join(run_dir, "pane-state"),
+            results,
+            os.path.join(run_dir, "metrics"),
+            elastic=elastic,
+            executors=control,
+            batch_interval=spec.trigger,
+        )
     else:
         out = workload.stream_query(reader.load())
 
         def write_batch(batch_df, batch_id: int) -> None:
             workload.finalize_batch(batch_df).write.mode("overwrite").parquet(
-                os.path.join(results, f"batch_id={batch_id}"))
+                os.path.join(results, f"batch_id={batch_id}")
+            )
 
         sink = write_batch
 
     t0 = time.time()
-    query = (out.writeStream.outputMode("append").foreachBatch(sink)
-             .option("checkpointLocation", os.path.join(run_dir, "checkpoint"))
-             .queryName((query_name or spec.label()).replace("-", "_")).start())
+    query = (
+        out.writeStream.outputMode("append")
+        .foreachBatch(sink)
+        .option("checkpointLocation", os.path.join(run_dir, "checkpoint"))
+        .queryName((query_name or spec.label()).replace("-", "_"))
+        .start()
+    )
     metrics_dir = os.path.join(run_dir, "metrics")
     try:
         unfinished = _wait_until_done(query, spec, metrics_dir, on_progress)
     finally:
         query.stop()
     wall = time.time() - t0
-    result = RunResult(spec, run_dir, summarize(metrics_dir, workload.lmstream_slide or None, spec.warmup),
-                       workload.lmstream_slide, unfinished, wall)
+    result = RunResult(
+        spec,
+        run_dir,
+        summarize(metrics_dir, workload.lmstream_slide or None, spec.warmup),
+        workload.lmstream_slide,
+        unfinished,
+        wall,
+    )
     with open(os.path.join(run_dir, "summary.json"), "w") as f:
-        json.dump({**result.summary.as_dict(), "unfinished": unfinished, "wall_seconds": wall,
-                   "slide": workload.lmstream_slide}, f, indent=2)
+        json.dump(
+            {
+                **result.summary.as_dict(),
+                "unfinished": unfinished,
+                "wall_seconds": wall,
+                "slide": workload.lmstream_slide,
+            },
+            f,
+            indent=2,
+        )
     return result
 
 

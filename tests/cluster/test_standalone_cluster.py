@@ -35,10 +35,20 @@ SCRIPT = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def master(tmp_path_factory):
-    env = {**os.environ, "ADAPTSTREAM_CLUSTER_DIR": str(tmp_path_factory.mktemp("cluster")),
-           "ADAPTSTREAM_MASTER_PORT": "7177", "PYTHON": sys.executable}
-    url = subprocess.run(["bash", f"{ROOT}/scripts/cluster.sh", "start", "2"], env=env, capture_output=True,
-                         text=True, timeout=180, check=True).stdout.strip()
+    env = {
+        **os.environ,
+        "ADAPTSTREAM_CLUSTER_DIR": str(tmp_path_factory.mktemp("cluster")),
+        "ADAPTSTREAM_MASTER_PORT": "7177",
+        "PYTHON": sys.executable,
+    }
+    url = subprocess.run(
+        ["bash", f"{ROOT}/scripts/cluster.sh", "start", "2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=True,
+    ).stdout.strip()
     try:
         yield url
     finally:
@@ -50,9 +60,18 @@ def test_source_on_standalone_cluster_equals_batch(master, tmp_path):
     src.mkdir()
     for i in range(4):
         (src / f"{i}.csv").write_text("".join(f"k{j},{i * 100 + j}\n" for j in range(25)))
-    env = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
-           "SPARK_LOCAL_IP": "127.0.0.1"}
-    res = subprocess.run([sys.executable, "-c", SCRIPT, str(src), str(tmp_path / "out"), master], env=env,
-                         capture_output=True, text=True, timeout=300, check=False)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.path.join(ROOT, "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
+    res = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(src), str(tmp_path / "out"), master],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     assert "EXECUTORS 2 EQUAL True ROWS 100" in res.stdout, res.stdout + res.stderr[-2000:]

@@ -41,8 +41,18 @@ def _connector(server, tmp_path, streams: str, **kw) -> RedisConnector:
 
 def _read(server, ref, fmt: EntryFormat | None = None):
     addr = parse_url(f"{server.url}/{ref.path}")
-    return read_piece(server.client(), addr, ref.seq, ref.path, ref.first_id, ref.last_id, ref.entries, SCHEMA,
-                      fmt or EntryFormat(), 5.0)
+    return read_piece(
+        server.client(),
+        addr,
+        ref.seq,
+        ref.path,
+        ref.first_id,
+        ref.last_id,
+        ref.entries,
+        SCHEMA,
+        fmt or EntryFormat(),
+        5.0,
+    )
 
 
 def test_urls_and_options_are_checked():
@@ -225,7 +235,13 @@ def test_paced_producer_spreads_each_second_over_that_second(redis_server):
         t[0] += d
 
     gen = GENERATORS.get("task_events")(seed=1).build()
-    stats = produce(parse_url(f"{redis_server.url}/{s}"), 2, lambda k: gen.generate(k, 50), slices=5,
-                    clock=lambda: t[0], sleep=sleep)
+    stats = produce(
+        parse_url(f"{redis_server.url}/{s}"),
+        2,
+        lambda k: gen.generate(k, 50),
+        slices=5,
+        clock=lambda: t[0],
+        sleep=sleep,
+    )
     assert stats.entries == 100 and redis_server.client().xlen(s) == 100
     assert t[0] >= 101.8 and len(slept) == 9  # slices at 0.2 s steps over two seconds (the first is due at once)

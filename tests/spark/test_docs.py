@@ -24,9 +24,13 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 INLINE = re.compile(r"`(adaptstream [^`]+)`")
 SKIP = ("scripts/setup.sh", "python3 -m pytest", "scripts/cluster.sh")  # set-up, not adaptstream's behaviour
-TINY = {"run": ["--duration", "4", "--rate", "100"], "demo": ["--duration", "8", "--rate", "100"],
-        "corpus": ["--n", "120", "--partitions", "2"], "train": ["--epochs", "1", "--max-seconds", "5"],
-        "produce": ["--duration", "2", "--rate", "100"]}
+TINY = {
+    "run": ["--duration", "4", "--rate", "100"],
+    "demo": ["--duration", "8", "--rate", "100"],
+    "corpus": ["--n", "120", "--partitions", "2"],
+    "train": ["--epochs", "1", "--max-seconds", "5"],
+    "produce": ["--duration", "2", "--rate", "100"],
+}
 DOC_REDIS = "redis://127.0.0.1:6379"  # the docs' Redis address: bound to the test's own server (scripts/redis.sh)
 
 
@@ -78,8 +82,7 @@ def workdir(tmp_path, monkeypatch, spark):
     from adaptstream.workloads import LinearRoadGeneratorConfig, write_run
 
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
-    write_run(LinearRoadGeneratorConfig(seed=1, segment_capacity=15.0).build(), None, str(tmp_path / "DIR"),
-              [100] * 6)
+    write_run(LinearRoadGeneratorConfig(seed=1, segment_capacity=15.0).build(), None, str(tmp_path / "DIR"), [100] * 6)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(cli, "_spark", lambda master, log_file, shuffle_partitions=2: spark)
     real_build = corpus_mod.build_corpus

@@ -30,10 +30,17 @@ def _write_input(tmp_dir, generator_name: str) -> str:
         gen = build_generator(generator_name, seed=11)
     paths = write_run(gen, None, tmp_dir, [rate] * seconds)
     # one sentinel late enough for every workload of this generator (the tumbling ones need the most)
-    wl = max((w for w in map(WORKLOADS.get, WORKLOADS.names()) if w.generator == generator_name),
-             key=lambda w: w.window_s + w.effective_slide_s)
-    write_dataset(wl.sentinel(after_second=seconds - 1), tmp_dir / dataset_file_name(seconds), "csv",
-                  gen.csv_header(), mtime=paths[-1].stat().st_mtime + 1)
+    wl = max(
+        (w for w in map(WORKLOADS.get, WORKLOADS.names()) if w.generator == generator_name),
+        key=lambda w: w.window_s + w.effective_slide_s,
+    )
+    write_dataset(
+        wl.sentinel(after_second=seconds - 1),
+        tmp_dir / dataset_file_name(seconds),
+        "csv",
+        gen.csv_header(),
+        mtime=paths[-1].stat().st_mtime + 1,
+    )
     return str(tmp_dir)
 
 
@@ -46,9 +53,16 @@ def adaptstream_factory(spark, workload, input_dir: str, metrics_dir: str, admis
     ddl = workload.generator_class().spark_schema_ddl
 
     def make():
-        return (spark.readStream.format("adaptstream").schema(ddl).option("path", input_dir)
-                .option("admission", admission).option("slide", str(workload.lmstream_slide))
-                .option("maxDatasetsPerBatch", "10").option("metricsPath", metrics_dir).load())
+        return (
+            spark.readStream.format("adaptstream")
+            .schema(ddl)
+            .option("path", input_dir)
+            .option("admission", admission)
+            .option("slide", str(workload.lmstream_slide))
+            .option("maxDatasetsPerBatch", "10")
+            .option("metricsPath", metrics_dir)
+            .load()
+        )
 
     return make
 

@@ -153,8 +153,9 @@ def test_place_without_models_says_what_to_run(capsys, tmp_path, extra):
         assert "Traceback" not in out
 
 
-@pytest.mark.parametrize("args", [("place", "missing-q.json", "missing-h.json"),
-                                  ("costmodel", "place", "missing-q.json", "missing-h.json")])
+@pytest.mark.parametrize(
+    "args", [("place", "missing-q.json", "missing-h.json"), ("costmodel", "place", "missing-q.json", "missing-h.json")]
+)
 def test_place_missing_files_exit_1(capsys, args):
     code, out = invoke(capsys, *args)
     assert code == 1 and "does not exist" in out and "Traceback" not in out
@@ -200,10 +201,15 @@ def test_works_without_click_installed(tmp_path):
     """Current typer vendors click and no longer installs it: nothing may import `click`."""
     code = "import sys; sys.modules['click'] = None; from adaptstream.cli import main; main()"
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    for args, want in (([], 2), (["run", "--bogus"], 2), (["--version"], 0),
-                       (["run", "--input", str(tmp_path / "missing")], 2)):
-        res = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
-                             timeout=120, check=False)
+    for args, want in (
+        ([], 2),
+        (["run", "--bogus"], 2),
+        (["--version"], 0),
+        (["run", "--input", str(tmp_path / "missing")], 2),
+    ):
+        res = subprocess.run(
+            [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=120, check=False
+        )
         assert res.returncode == want, res.stderr
         assert "Traceback" not in res.stdout + res.stderr
 
@@ -232,8 +238,9 @@ def _write_metrics(d, datasets, batches) -> str:
     (m / "source").mkdir(parents=True)
     (m / "datasets.jsonl").write_text("".join(json.dumps(r) + "\n" for r in datasets))
     (m / "batches.jsonl").write_text("".join(json.dumps(r) + "\n" for r in batches))
-    (m / "source" / "manifest.jsonl").write_text("".join(json.dumps({"seq": r["seq"], "sentinel": r["sentinel"]})
-                                                         + "\n" for r in datasets))
+    (m / "source" / "manifest.jsonl").write_text(
+        "".join(json.dumps({"seq": r["seq"], "sentinel": r["sentinel"]}) + "\n" for r in datasets)
+    )
     return str(m)
 
 
@@ -244,12 +251,34 @@ def test_progress_counts_agree_with_the_summary(tmp_path):
 
     datasets, batches = [], []
     for i in range(10):  # one dataset per second, one batch per two datasets
-        datasets.append({"seq": i, "path": f"{i}.csv", "arrival": float(i), "rows": 10, "bytes": 1,
-                         "quarantined": 0, "sentinel": False, "batch": i // 2, "admitted_at": i + 0.5,
-                         "completed_at": i + 1.0, "buffering": 0.5, "latency": 1.0 + i / 10, "processing": 0.5})
+        datasets.append(
+            {
+                "seq": i,
+                "path": f"{i}.csv",
+                "arrival": float(i),
+                "rows": 10,
+                "bytes": 1,
+                "quarantined": 0,
+                "sentinel": False,
+                "batch": i // 2,
+                "admitted_at": i + 0.5,
+                "completed_at": i + 1.0,
+                "buffering": 0.5,
+                "latency": 1.0 + i / 10,
+                "processing": 0.5,
+            }
+        )
     for b in range(5):
-        batches.append({"batch": b, "start": 2 * b, "end": 2 * b + 2, "rows": 20, "processing_time": 0.5,
-                        "max_latency": 1.0 + (2 * b + 1) / 10})
+        batches.append(
+            {
+                "batch": b,
+                "start": 2 * b,
+                "end": 2 * b + 2,
+                "rows": 20,
+                "processing_time": 0.5,
+                "max_latency": 1.0 + (2 * b + 1) / 10,
+            }
+        )
     datasets.append({**datasets[-1], "seq": 10, "sentinel": True, "latency": 0.0})
     batches.append({"batch": 5, "start": 10, "end": 11, "rows": 1, "processing_time": 0.1, "max_latency": 0.0})
     m = _write_metrics(tmp_path, datasets, batches)

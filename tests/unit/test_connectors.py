@@ -28,8 +28,11 @@ def test_csv_fast_path_types_and_nulls():
 def test_csv_bad_rows_are_quarantined_with_line_and_reason():
     res = parse_csv(b"a,1,0.5\nb,zz,1\nc,2\nd,3,4.5,9\ne,4,1e3\n", SCHEMA)
     assert [r["k"] for r in res.table.to_pylist()] == ["a", "e"]
-    assert [(b["row"], b["offset"], b["raw"]) for b in res.bad] == [(2, 8, "b,zz,1"), (3, 15, "c,2"),
-                                                                     (4, 19, "d,3,4.5,9")]
+    assert [(b["row"], b["offset"], b["raw"]) for b in res.bad] == [
+        (2, 8, "b,zz,1"),
+        (3, 15, "c,2"),
+        (4, 19, "d,3,4.5,9"),
+    ]
     assert "column v" in res.bad[0]["reason"] and "3 fields" not in res.bad[1]["reason"]
 
 
@@ -70,8 +73,9 @@ def test_files_connector_drain_appends_sentinel_once(tmp_path):
     (d / "a.csv").write_text("x,1,1\n")
     sentinel = tmp_path / "sentinel.csv"
     sentinel.write_text("z,0,0\n")
-    conn = FilesConnector(Manifest(str(tmp_path / "m.jsonl")), str(d), drain=True, sentinel_path=str(sentinel),
-                          stable_seconds=0)
+    conn = FilesConnector(
+        Manifest(str(tmp_path / "m.jsonl")), str(d), drain=True, sentinel_path=str(sentinel), stable_seconds=0
+    )
     assert len(conn.poll()) == 1
     assert conn.poll() == []  # first empty scan
     sealed = conn.poll()
@@ -123,6 +127,8 @@ def test_source_options_validation(tmp_path):
 def test_csv_timestamps_naive_as_utc_offsets_kept_bad_quarantined():
     schema = pa.schema([("k", pa.string()), ("ts", pa.timestamp("us", tz="UTC"))])
     res = parse_csv(b"a,2024-01-01 00:00:05\nb,2024-01-01T01:00:06+01:00\nc,notatime\n", schema)
-    assert [r["ts"].isoformat() for r in res.table.to_pylist()] == ["2024-01-01T00:00:05+00:00",
-                                                                   "2024-01-01T00:00:06+00:00"]
+    assert [r["ts"].isoformat() for r in res.table.to_pylist()] == [
+        "2024-01-01T00:00:05+00:00",
+        "2024-01-01T00:00:06+00:00",
+    ]
     assert [b["row"] for b in res.bad] == [3]

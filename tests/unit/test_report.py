@@ -20,13 +20,39 @@ def _metrics(path, batches: list[tuple[float, float, list[float]]]) -> str:
     with open(f"{m}/datasets.jsonl", "w") as fd, open(f"{m}/batches.jsonl", "w") as fb:
         for i, (adm, done, arrivals) in enumerate(batches):
             for a in arrivals:
-                fd.write(json.dumps({"seq": seq, "arrival": a, "rows": 1000, "sentinel": False, "admitted_at": adm,
-                                     "completed_at": done, "buffering": adm - a, "latency": done - a,
-                                     "processing": done - adm}) + "\n")
+                fd.write(
+                    json.dumps(
+                        {
+                            "seq": seq,
+                            "arrival": a,
+                            "rows": 1000,
+                            "sentinel": False,
+                            "admitted_at": adm,
+                            "completed_at": done,
+                            "buffering": adm - a,
+                            "latency": done - a,
+                            "processing": done - adm,
+                        }
+                    )
+                    + "\n"
+                )
                 seq += 1
-            fb.write(json.dumps({"batch": i, "start": seq - len(arrivals), "end": seq, "rows": 1000 * len(arrivals),
-                                 "admitted_at": adm, "completed_at": done, "buffering_time": adm - min(arrivals),
-                                 "processing_time": done - adm, "max_latency": done - min(arrivals)}) + "\n")
+            fb.write(
+                json.dumps(
+                    {
+                        "batch": i,
+                        "start": seq - len(arrivals),
+                        "end": seq,
+                        "rows": 1000 * len(arrivals),
+                        "admitted_at": adm,
+                        "completed_at": done,
+                        "buffering_time": adm - min(arrivals),
+                        "processing_time": done - adm,
+                        "max_latency": done - min(arrivals),
+                    }
+                )
+                + "\n"
+            )
     return m
 
 
@@ -43,8 +69,7 @@ def test_summary_figures(tmp_path):
 
 def test_comparison_report_has_ratios_and_plots(tmp_path):
     results = []
-    for pol, batches in (("lmstream", [(1.0, 1.5, [0.0]), (2.0, 2.5, [1.0])]),
-                         ("fixed", [(10.0, 11.0, [0.0, 1.0])])):
+    for pol, batches in (("lmstream", [(1.0, 1.5, [0.0]), (2.0, 2.5, [1.0])]), ("fixed", [(10.0, 11.0, [0.0, 1.0])])):
         m = _metrics(tmp_path / pol, batches)
         results.append(RunResult(RunSpec("LR1S", pol), str(tmp_path / pol), summarize(m, 5.0), 5.0))
     rat = ratios(results)["LR1S vs fixed"]

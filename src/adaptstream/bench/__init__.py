@@ -6,9 +6,9 @@ import typer
 
 from adaptstream.bench.klink import klink_command
 from adaptstream.bench.lmstream import lmstream_command
-from adaptstream.bench.redis import redis_command
 from adaptstream.bench.lmstream_load import lmstream_load_command
 from adaptstream.bench.prompt_processing import prompt_processing_command
+from adaptstream.bench.redis import redis_command
 from adaptstream.bench.source import source_command
 
 app = typer.Typer(no_args_is_help=True, help="Benchmarks that compare our policies with Spark's own behaviour.")

@@ -338,9 +338,7 @@ def exp4(ctx: Context) -> None:
             in_train, in_eval = dims[dim]
 
             def only_train(ds: GraphDataset, f=in_train, dim=dim) -> GraphDataset:
-                return ds.subset(
-                    [i for i, m in enumerate(ds.meta) if all(f(v) for v in _host_values(m, dim))]
-                )
+                return ds.subset([i for i, m in enumerate(ds.meta) if all(f(v) for v in _host_values(m, dim))])
 
             tr = subsample(only_train(ctx.train), cfg.n_aux_train, cfg.seed)
             va = subsample(only_train(ctx.val), 2000, cfg.seed)
@@ -381,9 +379,7 @@ def exp5(ctx: Context) -> None:
     tests: dict[int, list[Any]] = {k: [] for k in wanted}
     fewshot: list[Any] = []
     attempts = 0
-    while (
-        any(len(tests[k]) < n for k, n in wanted.items()) or len(fewshot) < cfg.exp5_fewshot
-    ) and attempts < 50_000:
+    while (any(len(tests[k]) < n for k, n in wanted.items()) or len(fewshot) < cfg.exp5_fewshot) and attempts < 50_000:
         attempts += 1
         t = sample_trace(rng, f"exp5-{attempts}", query_gen=qgen)
         k = t.query.n_filters
@@ -538,9 +534,7 @@ def run_evaluation(cfg: EvalConfig, log: Log = print) -> dict[str, Any]:
 def _manifest_note(corpus_dir: str, n_loaded: int) -> str:
     path = Path(corpus_dir) / "manifest.json"
     if not path.exists():
-        return (
-            f"no manifest.json: the corpus build was still running; used the {n_loaded} traces complete then"
-        )
+        return f"no manifest.json: the corpus build was still running; used the {n_loaded} traces complete then"
     try:
         planned = json.loads(path.read_text()).get("n_traces")
     except (OSError, ValueError):

@@ -119,9 +119,7 @@ def _targets(results: Mapping[str, Any]) -> list[str]:
         acc = e1["gnn"].get(m, {}).get("acc")
         goal = PAPER_T3[m][0]
         ok = acc is not None and not math.isnan(acc) and 100 * acc >= goal - 0.5
-        rows.append(
-            f"| {NAMES[m]} accuracy | {goal}% | {_cell(e1['gnn'].get(m), m)[0]} | {'yes' if ok else 'no'} |"
-        )
+        rows.append(f"| {NAMES[m]} accuracy | {goal}% | {_cell(e1['gnn'].get(m), m)[0]} | {'yes' if ok else 'no'} |")
     worse = []
     for m in REGRESSION:
         g, f = e1["gnn"].get(m, {}).get("q50"), e1["flat"].get(m, {}).get("q50")
@@ -222,9 +220,7 @@ def write_report(
         if groups:
             L += ["Per query type (Fig. 8), median q-error / accuracy:", ""]
             L += [
-                "| query type | "
-                + " | ".join(f"{SHORT[m]} GNN / flat" for m in (*REGRESSION, *CLASSIFICATION))
-                + " |",
+                "| query type | " + " | ".join(f"{SHORT[m]} GNN / flat" for m in (*REGRESSION, *CLASSIFICATION)) + " |",
                 "|---|" + "---|" * 5,
             ]
             for g in groups:
@@ -257,9 +253,7 @@ def write_report(
             for b, s in cpu.items():
                 n = s.get("proc_latency_ms", {}).get("n", "")
                 L.append(
-                    f"| {b} | {n} | "
-                    + " | ".join(_cell(s.get(m), m)[0] for m in (*REGRESSION, *CLASSIFICATION))
-                    + " |"
+                    f"| {b} | {n} | " + " | ".join(_cell(s.get(m), m)[0] for m in (*REGRESSION, *CLASSIFICATION)) + " |"
                 )
             L.append("")
     e2 = results.get("exp2")
@@ -322,8 +316,7 @@ def write_report(
             "least one used "
             "host in the evaluation range. Paper Lp Q50: 1.63-3.83 (stronger), 1.49-6.09 (weaker).",
             "",
-            "| direction/dimension | n train | n test | GNN Lp Q50 | GNN Lp Q95 | flat Lp Q50 | flat "
-            "Lp Q95 |",
+            "| direction/dimension | n train | n test | GNN Lp Q50 | GNN Lp Q95 | flat Lp Q50 | flat Lp Q95 |",
             "|---|---|---|---|---|---|---|",
         ]
         for k, r in e4.items():

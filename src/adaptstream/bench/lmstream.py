@@ -53,7 +53,7 @@ def latency_growth(result: RunResult) -> float:
     k = len(bs) // 3
     if k < 1:
         return float("nan")
-    middle, last = bs["max_latency"].iloc[k:2 * k].mean(), bs["max_latency"].iloc[-k:].mean()
+    middle, last = bs["max_latency"].iloc[k : 2 * k].mean(), bs["max_latency"].iloc[-k:].mean()
     return float(last / middle) if middle > 0 else float("nan")
 
 
@@ -66,7 +66,7 @@ def bounded(result: RunResult, growth_limit: float = 1.25, min_increase: float =
     k = len(bs) // 3
     if k < 1:
         return True
-    middle, last = bs["max_latency"].iloc[k:2 * k].mean(), bs["max_latency"].iloc[-k:].mean()
+    middle, last = bs["max_latency"].iloc[k : 2 * k].mean(), bs["max_latency"].iloc[-k:].mean()
     return not (last > growth_limit * middle and last - middle > min_increase)
 
 
@@ -84,10 +84,17 @@ def load_result(run_dir: str) -> RunResult:
 
 
 def rate_row(res: RunResult) -> dict:
-    return {"workload": res.spec.workload, "policy": res.spec.admission, "rate": res.spec.rate,
-            "avg_latency": res.summary.avg_latency, "max_latency": res.summary.max_latency,
-            "slope": latency_slope(res), "growth": latency_growth(res), "unfinished": res.unfinished,
-            "bounded": bounded(res)}
+    return {
+        "workload": res.spec.workload,
+        "policy": res.spec.admission,
+        "rate": res.spec.rate,
+        "avg_latency": res.summary.avg_latency,
+        "max_latency": res.summary.max_latency,
+        "slope": latency_slope(res),
+        "growth": latency_growth(res),
+        "unfinished": res.unfinished,
+        "bounded": bounded(res),
+    }
 
 
 def _machine_line() -> str:
@@ -107,8 +114,12 @@ def _write_report(out: str, title: str, matrix: list[RunResult], rate_rows: list
     lines = [f"# {title}", "", f"Date: {date}. Machine: {_machine_line()}.", "", *notes, ""]
     for traffic in dict.fromkeys(r.spec.traffic for r in matrix):
         runs = [r for r in matrix if r.spec.traffic == traffic]
-        lines += [f"## {traffic} traffic at {runs[0].spec.rate} rows/s, {runs[0].spec.duration:.0f} s per run", "",
-                  markdown_table(runs), ""]
+        lines += [
+            f"## {traffic} traffic at {runs[0].spec.rate} rows/s, {runs[0].spec.duration:.0f} s per run",
+            "",
+            markdown_table(runs),
+            "",
+        ]
         lines += ratio_lines(runs)
         for metric, label in (("avg_latency", "average dataset latency (s)"), ("throughput", "throughput (rows/s)")):
             vals: dict[str, dict[str, float]] = {}
@@ -119,15 +130,23 @@ def _write_report(out: str, title: str, matrix: list[RunResult], rate_rows: list
         lines += timeline_lines(runs, out, f"-{traffic}")
         lines.append("")
     if rate_rows:
-        lines += ["## Highest rate with bounded latency (LMStream Fig. 1 shape)", "",
-                  "Bounded = every dataset finished and the mean MaxLat of the last third of the batches is not both "
-                  "more than 1.25x (growth) and more than 1 s above that of the middle third. "
-                  "The slope is a least-squares fit of MaxLat over time.", "",
-                  "| workload | policy | rate (rows/s) | avg latency (s) | max latency (s) | MaxLat slope (s/s) | "
-                  "growth | unfinished | bounded |", "|---|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {row['workload']} | {row['policy']} | {row['rate']} | {row['avg_latency']:.2f} | "
-                  f"{row['max_latency']:.2f} | {row['slope']:.3f} | {row['growth']:.2f} | {row['unfinished']} | "
-                  f"{'yes' if row['bounded'] else 'no'} |" for row in rate_rows]
+        lines += [
+            "## Highest rate with bounded latency (LMStream Fig. 1 shape)",
+            "",
+            "Bounded = every dataset finished and the mean MaxLat of the last third of the batches is not both "
+            "more than 1.25x (growth) and more than 1 s above that of the middle third. "
+            "The slope is a least-squares fit of MaxLat over time.",
+            "",
+            "| workload | policy | rate (rows/s) | avg latency (s) | max latency (s) | MaxLat slope (s/s) | "
+            "growth | unfinished | bounded |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {row['workload']} | {row['policy']} | {row['rate']} | {row['avg_latency']:.2f} | "
+            f"{row['max_latency']:.2f} | {row['slope']:.3f} | {row['growth']:.2f} | {row['unfinished']} | "
+            f"{'yes' if row['bounded'] else 'no'} |"
+            for row in rate_rows
+        ]
         best: dict[str, int] = {}
         for row in rate_rows:
             if row["bounded"]:
@@ -137,16 +156,27 @@ def _write_report(out: str, title: str, matrix: list[RunResult], rate_rows: list
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(out, "summary.json"), "w") as f:
-        json.dump({"runs": [{"spec": r.spec.__dict__, **r.summary.as_dict(), "unfinished": r.unfinished}
-                            for r in matrix], "rates": rate_rows, "notes": notes}, f, indent=1, default=str)
+        json.dump(
+            {
+                "runs": [{"spec": r.spec.__dict__, **r.summary.as_dict(), "unfinished": r.unfinished} for r in matrix],
+                "rates": rate_rows,
+                "notes": notes,
+            },
+            f,
+            indent=1,
+            default=str,
+        )
     return path
 
 
 def _load_note(loads: list[float]) -> list[str]:
     if not loads:
         return []
-    return ["", f"1-minute load average during the runs: mean {np.mean(loads):.1f}, max {max(loads):.1f} on "
-            f"{os.cpu_count()} cores (other work shared the machine when this is above the core count)."]
+    return [
+        "",
+        f"1-minute load average during the runs: mean {np.mean(loads):.1f}, max {max(loads):.1f} on "
+        f"{os.cpu_count()} cores (other work shared the machine when this is above the core count).",
+    ]
 
 
 def _rebuild_report(out: str, runs_dir: str, title: str) -> None:
@@ -158,14 +188,22 @@ def _rebuild_report(out: str, runs_dir: str, title: str) -> None:
     matrix = []
     for traffic in ("constant", "random", "sinusoidal"):
         for wl in ALL_WORKLOADS:
-            matrix += [load_result(d) for pol in POLICIES
-                       if os.path.exists(os.path.join(d := os.path.join(runs_dir, traffic, wl, pol), "summary.json"))]
-    rates = [load_result(d) for d in glob.glob(os.path.join(runs_dir, "rates", "*"))
-             if os.path.exists(os.path.join(d, "summary.json"))]
+            matrix += [
+                load_result(d)
+                for pol in POLICIES
+                if os.path.exists(os.path.join(d := os.path.join(runs_dir, traffic, wl, pol), "summary.json"))
+            ]
+    rates = [
+        load_result(d)
+        for d in glob.glob(os.path.join(runs_dir, "rates", "*"))
+        if os.path.exists(os.path.join(d, "summary.json"))
+    ]
     rates.sort(key=lambda r: (POLICIES.index(r.spec.admission), r.spec.rate))
     rebuilt = [n for n in notes if not n.startswith("Report rebuilt")]
-    rebuilt.append(f"Report rebuilt from the run directories in {runs_dir} on "
-                   f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} (figures recomputed, nothing re-run).")
+    rebuilt.append(
+        f"Report rebuilt from the run directories in {runs_dir} on "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} (figures recomputed, nothing re-run)."
+    )
     console.print(f"report: {_write_report(out, title, matrix, [rate_row(r) for r in rates], rebuilt)}")
 
 
@@ -178,12 +216,19 @@ def lmstream_command(
     rate_workload: Annotated[str, typer.Option(help="query for the bounded-rate search ('' to skip)")] = "LR2S",
     rates: Annotated[str, typer.Option(help="rates tried in the bounded-rate search")] = "1000,2000,4000,8000",
     rate_duration: float = 40.0,
-    out: Annotated[str | None, typer.Option(metavar="DIR", help="report directory "
-                                            "[default: runs/bench-lmstream-<time>]")] = None,
-    update_docs: Annotated[bool, typer.Option("--update-docs",
-                                              help="write the committed report in docs/results/lmstream")] = False,
-    runs_dir: Annotated[str | None, typer.Option(metavar="DIR", help="where the raw run directories go [default: "
-                                                 "OUT/runs; runs/bench-lmstream with --update-docs]")] = None,
+    out: Annotated[
+        str | None, typer.Option(metavar="DIR", help="report directory [default: runs/bench-lmstream-<time>]")
+    ] = None,
+    update_docs: Annotated[
+        bool, typer.Option("--update-docs", help="write the committed report in docs/results/lmstream")
+    ] = False,
+    runs_dir: Annotated[
+        str | None,
+        typer.Option(
+            metavar="DIR",
+            help="where the raw run directories go [default: OUT/runs; runs/bench-lmstream with --update-docs]",
+        ),
+    ] = None,
     master: str = "local[2]",
     policies: Annotated[str, typer.Option(help="comma-separated policies to run")] = ",".join(POLICIES),
     report_only: Annotated[bool, typer.Option(help="rebuild the report from the run directories, run nothing")] = False,
@@ -205,12 +250,14 @@ def lmstream_command(
     from adaptstream.spark.session import build_spark
 
     spark = build_spark(master=master)
-    notes = ["Spark " + spark.version + f", master {master}, spark.sql.shuffle.partitions=2. All three policies run "
-             "one after another in this invocation on identical seeded input; absolute times are context only "
-             "(a shared 2-core machine), the ratios are the result.",
-             f"Generated traffic starts once Spark finished its start-up batch 0; datasets of the first {WARMUP:g} s "
-             "are left out of the statistics (the first data batch pays query code generation); the raw per-dataset "
-             "metrics in the run directories keep them."]
+    notes = [
+        "Spark " + spark.version + f", master {master}, spark.sql.shuffle.partitions=2. All three policies run "
+        "one after another in this invocation on identical seeded input; absolute times are context only "
+        "(a shared 2-core machine), the ratios are the result.",
+        f"Generated traffic starts once Spark finished its start-up batch 0; datasets of the first {WARMUP:g} s "
+        "are left out of the statistics (the first data batch pays query code generation); the raw per-dataset "
+        "metrics in the run directories keep them.",
+    ]
     matrix: list[RunResult] = []
     loads: list[float] = []
     rate_rows: list[dict] = []
@@ -224,21 +271,32 @@ def lmstream_command(
     for traffic, wl in plan:
         for pol in pol_list:
             n += 1
-            spec = RunSpec(workload=wl, admission=pol, traffic=traffic, rate=rate, duration=duration, seed=1,
-                           warmup=WARMUP)
+            spec = RunSpec(
+                workload=wl, admission=pol, traffic=traffic, rate=rate, duration=duration, seed=1, warmup=WARMUP
+            )
             console.print(f"[{n}/{total}] {wl} {pol} {traffic} ...")
             load0 = _load()
             res = run_workload(spark, spec, os.path.join(runs_dir, traffic, wl, pol))
             loads.append((load0 + _load()) / 2)
-            console.print(f"    avg latency {res.summary.avg_latency:.2f}s, max {res.summary.max_latency:.2f}s,"
-                          f" batches {res.summary.batches}, unfinished {res.unfinished}")
+            console.print(
+                f"    avg latency {res.summary.avg_latency:.2f}s, max {res.summary.max_latency:.2f}s,"
+                f" batches {res.summary.batches}, unfinished {res.unfinished}"
+            )
             matrix.append(res)
             _write_report(out, title, matrix, rate_rows, notes + _load_note(loads))
     if rate_workload:
         for pol in pol_list:
             for r in [int(x) for x in rates.split(",") if x]:
-                spec = RunSpec(workload=rate_workload, admission=pol, traffic="constant", rate=r,
-                               duration=rate_duration, seed=2, finish_timeout=60.0, warmup=WARMUP)
+                spec = RunSpec(
+                    workload=rate_workload,
+                    admission=pol,
+                    traffic="constant",
+                    rate=r,
+                    duration=rate_duration,
+                    seed=2,
+                    finish_timeout=60.0,
+                    warmup=WARMUP,
+                )
                 console.print(f"[rate search] {rate_workload} {pol} {r} rows/s ...")
                 res = run_workload(spark, spec, os.path.join(runs_dir, "rates", f"{pol}-{r}"))
                 row = rate_row(res)
@@ -247,5 +305,3 @@ def lmstream_command(
                 if not row["bounded"]:
                     break  # higher rates will not be bounded either
     console.print(f"report: {_write_report(out, title, matrix, rate_rows, notes + _load_note(loads))}")
-
-

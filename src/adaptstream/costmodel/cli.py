@@ -20,9 +20,7 @@ from adaptstream.errors import AdaptstreamError, CostModelError
 
 MODELS = Path("runs/costmodel_models")
 CORPUS = Path("data/costmodel_corpus")
-app = typer.Typer(
-    help="Learned cost model (Costream) and cost-based operator placement.", no_args_is_help=True
-)
+app = typer.Typer(help="Learned cost model (Costream) and cost-based operator placement.", no_args_is_help=True)
 console = Console()
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -102,15 +100,17 @@ def _no_models(models: Path) -> str:
 def place(
     query: Annotated[Path, typer.Argument(help="query JSON file (see examples/costmodel/query.json)")],
     hosts: Annotated[Path, typer.Argument(help="hosts JSON file (see examples/costmodel/hosts.json)")],
-    target: Annotated[str, typer.Option(metavar="[" + "|".join(TARGETS) + "]", callback=_check_target,
-                                        help="what the placement optimises")] = "proc-latency",
+    target: Annotated[
+        str,
+        typer.Option(
+            metavar="[" + "|".join(TARGETS) + "]", callback=_check_target, help="what the placement optimises"
+        ),
+    ] = "proc-latency",
     models: Annotated[Path, typer.Option(help="directory written by `costmodel train`")] = MODELS,
     candidates: Annotated[int, typer.Option(help="how many Fig.-5 placements to enumerate")] = 200,
     top: Annotated[int, typer.Option(help="how many candidates to show")] = 5,
     seed: Annotated[int, typer.Option(help="seed of the candidate enumeration")] = 0,
-    flat: Annotated[
-        bool, typer.Option(help="use the flat-vector baseline instead of the GNN ensembles")
-    ] = False,
+    flat: Annotated[bool, typer.Option(help="use the flat-vector baseline instead of the GNN ensembles")] = False,
 ) -> None:
     """Choose a placement for QUERY on HOSTS with the trained cost models (Costream Sec. V)."""
     from adaptstream.costmodel.ensemble import CostEnsembles
@@ -219,10 +219,12 @@ def train(
 @clean_errors
 def evaluate(
     corpus: Annotated[Path, typer.Option()] = CORPUS,
-    out: Annotated[Path | None, typer.Option(metavar="DIR", help="report directory "
-                                             "[default: runs/costmodel-eval-<time>]")] = None,
-    update_docs: Annotated[bool, typer.Option("--update-docs",
-                                              help="write the committed report in docs/results/")] = False,
+    out: Annotated[
+        Path | None, typer.Option(metavar="DIR", help="report directory [default: runs/costmodel-eval-<time>]")
+    ] = None,
+    update_docs: Annotated[
+        bool, typer.Option("--update-docs", help="write the committed report in docs/results/")
+    ] = False,
     models: Annotated[Path, typer.Option(help="where the trained models are written")] = MODELS,
     experiments: Annotated[str, typer.Option(help="comma-separated")] = "exp1,exp2,exp3,exp4,exp5,exp7,real",
     n_train: Annotated[int, typer.Option()] = 16000,

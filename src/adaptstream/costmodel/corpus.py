@@ -273,9 +273,7 @@ def filters_longer_than(trace: Trace, n: int) -> bool:
     return trace.query.query_type.startswith("linear") and trace.query.n_filters > n
 
 
-def extrapolation_split(
-    traces: Sequence[Trace], holdout: Callable[[Trace], bool]
-) -> tuple[list[Trace], list[Trace]]:
+def extrapolation_split(traces: Sequence[Trace], holdout: Callable[[Trace], bool]) -> tuple[list[Trace], list[Trace]]:
     """(inside, held_out) by a predicate such as hardware_outside or filters_longer_than."""
     inside: list[Trace] = []
     held: list[Trace] = []

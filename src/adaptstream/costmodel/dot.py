@@ -234,9 +234,7 @@ def trace_from_dot(text: str, trace_id: str | None = None, origin: str = "real")
             flow.append((a, b))
     labels = None
     if labels_raw:
-        labels = Labels.from_dict(
-            {**{k: None for k in LABEL_ALIASES.values()}, **labels_raw, "origin": origin}
-        )
+        labels = Labels.from_dict({**{k: None for k in LABEL_ALIASES.values()}, **labels_raw, "origin": origin})
     query = QueryGraph(name or "dot-query", tuple(ops), tuple(flow))
     return Trace(
         trace_id or name or "dot-trace",

@@ -62,9 +62,7 @@ class MetricEnsemble:
 class CostEnsembles:
     """One MetricEnsemble per metric; implements the predictor protocol used by the placement optimizer."""
 
-    def __init__(
-        self, ensembles: Mapping[str, MetricEnsemble], info: Mapping[str, Any] | None = None
-    ) -> None:
+    def __init__(self, ensembles: Mapping[str, MetricEnsemble], info: Mapping[str, Any] | None = None) -> None:
         self.ensembles = dict(ensembles)
         self.info = dict(info or {})
 
@@ -98,10 +96,7 @@ class CostEnsembles:
         d = Path(directory)
         manifest = d / MANIFEST
         if not manifest.exists():
-            msg = (
-                f"{d} holds no trained cost models ({MANIFEST} missing); "
-                "run `adaptstream costmodel train` first"
-            )
+            msg = f"{d} holds no trained cost models ({MANIFEST} missing); run `adaptstream costmodel train` first"
             raise CostModelError(msg)
         data = json.loads(manifest.read_text())
         wanted = [canonical_metric(m) for m in metrics] if metrics else list(data["files"])

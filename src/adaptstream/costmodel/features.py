@@ -198,12 +198,8 @@ def build_graph(query: Any, hosts: Sequence[Any], placement: Mapping[str, str]) 
     lv = topological_levels(op_ids, edges)
     level = np.array([lv[o] for o in op_ids] + [-1] * len(used_hosts), dtype=np.int64)
     placement_arr = np.array([[op_pos[o] for o in op_ids], [host_pos[str(placement[o])] for o in op_ids]])
-    flow = np.array([[op_pos[s] for s, _ in edges], [op_pos[d] for _, d in edges]], dtype=np.int64).reshape(
-        2, -1
-    )
-    return RawGraph(
-        node_type, numeric, categorical, type_index, placement_arr.astype(np.int64), flow, level, n_ops
-    )
+    flow = np.array([[op_pos[s] for s, _ in edges], [op_pos[d] for _, d in edges]], dtype=np.int64).reshape(2, -1)
+    return RawGraph(node_type, numeric, categorical, type_index, placement_arr.astype(np.int64), flow, level, n_ops)
 
 
 def graph_of_trace(trace: Any) -> RawGraph:
@@ -289,9 +285,7 @@ class FeatureStats:
 # npz shards (the PySpark featurisation job writes these; the loader reads them back)
 
 
-def graphs_to_npz(
-    graphs: Sequence[RawGraph], path: str | Path, extra: Mapping[str, np.ndarray] | None = None
-) -> None:
+def graphs_to_npz(graphs: Sequence[RawGraph], path: str | Path, extra: Mapping[str, np.ndarray] | None = None) -> None:
     """Pack raw graphs into one npz shard: concatenated arrays plus per-graph offsets."""
     arrays: dict[str, np.ndarray] = {}
     n_nodes = np.array([g.n_nodes for g in graphs], dtype=np.int64)
@@ -300,9 +294,7 @@ def graphs_to_npz(
     arrays["n_flow"] = np.array([g.flow.shape[1] for g in graphs], dtype=np.int64)
     arrays["node_type"] = np.concatenate([g.node_type for g in graphs]) if graphs else np.zeros(0, np.int64)
     arrays["level"] = np.concatenate([g.level for g in graphs]) if graphs else np.zeros(0, np.int64)
-    arrays["placement"] = (
-        np.concatenate([g.placement for g in graphs], axis=1) if graphs else np.zeros((2, 0))
-    )
+    arrays["placement"] = np.concatenate([g.placement for g in graphs], axis=1) if graphs else np.zeros((2, 0))
     arrays["flow"] = np.concatenate([g.flow for g in graphs], axis=1) if graphs else np.zeros((2, 0))
     arrays["trace_id"] = np.array([str(g.meta.get("trace_id", "")) for g in graphs])
     for t in NODE_TYPES:

@@ -51,9 +51,7 @@ def flat_vector(g: RawGraph) -> np.ndarray:
     rates = np.expm1(src[:, _col("source", "log:event_rate")]) if src.shape[0] else np.zeros(0)
     v.append(float(np.log1p(np.nansum(rates))))
     v.append(float(np.log1p(np.nanmean(rates))) if rates.size else np.nan)
-    v.append(
-        float(np.nanmean(np.expm1(src[:, _col("source", "log:tuple_width_out")]))) if src.shape[0] else np.nan
-    )
+    v.append(float(np.nanmean(np.expm1(src[:, _col("source", "log:tuple_width_out")]))) if src.shape[0] else np.nan)
     sizes: dict[str, list[float]] = {"count": [], "time": []}
     ratios, sliding, timed = [], 0, 0
     for k in ("window_agg", "window_join"):

@@ -217,9 +217,7 @@ class HardwareGenerator:
         cats = [_choice(rng, HOST_CATEGORIES) for _ in range(n)]
         # an edge-cloud setting has both ends: at least one small and one large host
         cats[0], cats[-1] = "small", "large"
-        return tuple(
-            self.host(rng, f"h{i}", c) for i, c in enumerate(sorted(cats, key=HOST_CATEGORIES.index))
-        )
+        return tuple(self.host(rng, f"h{i}", c) for i, c in enumerate(sorted(cats, key=HOST_CATEGORIES.index)))
 
 
 # --- placement rules (Fig. 5) -----------------------------------------------------------------------------
@@ -233,9 +231,7 @@ def placement_violations(query: QueryGraph, hosts: Sequence[Host], placement: Ma
     for a, b in query.edges:
         ha, hb = placement[a], placement[b]
         if rank[hb] < rank[ha]:
-            problems.append(
-                f"rule 2: {a}@{ha}({rank[ha]}) -> {b}@{hb}({rank[hb]}) decreases the host category"
-            )
+            problems.append(f"rule 2: {a}@{ha}({rank[ha]}) -> {b}@{hb}({rank[hb]}) decreases the host category")
     if _host_graph_has_cycle(query.edges, placement):
         problems.append("rule 3: data returns to a host it has already left")
     return problems
@@ -260,9 +256,7 @@ def _host_graph_has_cycle(edges: Sequence[tuple[str, str]], placement: Mapping[s
     return any(h not in state and visit(h) for h in list(succ))
 
 
-def _allowed_hosts(
-    query: QueryGraph, hosts: Sequence[Host], partial: dict[str, str], op_id: str
-) -> list[str]:
+def _allowed_hosts(query: QueryGraph, hosts: Sequence[Host], partial: dict[str, str], op_id: str) -> list[str]:
     ups = query.upstream(op_id)
     rank = {h.id: h.category_rank for h in hosts}
     floor = max((rank[partial[u]] for u in ups), default=-1)

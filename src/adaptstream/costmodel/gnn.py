@@ -87,9 +87,7 @@ def encode_graphs(graphs: Sequence[RawGraph], stats: FeatureStats) -> list[Encod
         )
         xs[t] = np.split(enc, np.cumsum(counts)[:-1])
     return [
-        EncodedGraph(
-            {t: xs[t][i] for t in NODE_TYPES}, g.type_index, g.placement, g.flow, g.level, g.n_nodes, g.n_ops
-        )
+        EncodedGraph({t: xs[t][i] for t in NODE_TYPES}, g.type_index, g.placement, g.flow, g.level, g.n_nodes, g.n_ops)
         for i, g in enumerate(graphs)
     ]
 
@@ -107,9 +105,7 @@ class Batch:
     host_idx: torch.Tensor
     place_src: torch.Tensor  # operator ids
     place_dst: torch.Tensor  # host ids
-    flow_levels: list[tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]] = field(
-        default_factory=list
-    )
+    flow_levels: list[tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]] = field(default_factory=list)
     all_src: torch.Tensor | None = None
     all_dst: torch.Tensor | None = None
 
@@ -146,9 +142,7 @@ def collate(graphs: Sequence[EncodedGraph], stats: FeatureStats) -> Batch:
     for t in NODE_TYPES:
         xs = [g.x[t] for g in graphs]
         x[t] = torch.from_numpy(np.concatenate(xs)) if xs else torch.zeros(0, stats.dim(t))
-        idx[t] = torch.from_numpy(
-            np.concatenate([g.type_index[t] + o for g, o in zip(graphs, offsets, strict=True)])
-        )
+        idx[t] = torch.from_numpy(np.concatenate([g.type_index[t] + o for g, o in zip(graphs, offsets, strict=True)]))
     place = np.concatenate([g.placement + o for g, o in zip(graphs, offsets, strict=True)], axis=1)
     flow = np.concatenate([g.flow + o for g, o in zip(graphs, offsets, strict=True)], axis=1)
     level = np.concatenate([g.level for g in graphs])

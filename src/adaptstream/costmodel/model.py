@@ -228,7 +228,7 @@ class QueryGraph:
 
     @property
     def query_type(self) -> str:
-        """"linear", "2-way-join", "3-way-join" (n-way for n sources), with "+agg" when aggregating."""
+        """ "linear", "2-way-join", "3-way-join" (n-way for n sources), with "+agg" when aggregating."""
         n = len(self.sources())
         base = "linear" if n == 1 else f"{n}-way-join"
         return base + ("+agg" if any(op.kind == "window_agg" for op in self.operators) else "")

@@ -20,9 +20,7 @@ def q_errors(actual: Sequence[float] | np.ndarray, predicted: Sequence[float] | 
     return np.maximum(c / p, p / c)
 
 
-def q_summary(
-    actual: Sequence[float] | np.ndarray, predicted: Sequence[float] | np.ndarray
-) -> dict[str, float]:
+def q_summary(actual: Sequence[float] | np.ndarray, predicted: Sequence[float] | np.ndarray) -> dict[str, float]:
     """Median (Q50) and 95th percentile (Q95) q-error, as in Costream Table III."""
     q = q_errors(actual, predicted)
     if q.size == 0:

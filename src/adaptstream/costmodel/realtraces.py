@@ -68,8 +68,7 @@ def draw_queries(n: int, seed: int = 0) -> list[RealQuery]:
         rates = [r for r in EVENT_RATE[shape] if r <= 6400]  # a local machine, not a cluster
         nf = int(rng.integers(0 if shape != "linear" else 1, 3))
         sels = tuple(
-            round(float(np.exp(rng.uniform(np.log(max(FILTER_SELECTIVITY[0], 0.1)), 0.0))), 3)
-            for _ in range(nf)
+            round(float(np.exp(rng.uniform(np.log(max(FILTER_SELECTIVITY[0], 0.1)), 0.0))), 3) for _ in range(nf)
         )
         agg = bool(rng.random() < 0.5) or (shape == "linear" and nf == 0)
         window = float(rng.choice([1.0, 2.0, 4.0]))
@@ -382,9 +381,7 @@ def record_real(
             text=True,
             check=False,
         )
-        sys.stderr.write(
-            "\n".join(line for line in proc.stdout.splitlines() if not line.startswith("{")) + "\n"
-        )
+        sys.stderr.write("\n".join(line for line in proc.stdout.splitlines() if not line.startswith("{")) + "\n")
         if proc.returncode != 0:
             msg = f"real-trace group {qs[0].master}/{qs[0].driver_memory_mb}MB failed: {proc.stderr[-2000:]}"
             raise CostModelError(msg)

@@ -98,9 +98,7 @@ class SimConfig:
     queue_capacity: int = 10_000
     bp_ratio: float = 0.95
     bp_backlog_s: float = 0.5
-    framing_bytes: float = (
-        58.0  # per tuple message on the wire: 4 B length prefix + TCP/IPv4/Ethernet headers
-    )
+    framing_bytes: float = 58.0  # per tuple message on the wire: 4 B length prefix + TCP/IPv4/Ethernet headers
     gc_threshold: float = 0.6
     gc_max_slowdown: float = 5.0
     noise_sigma: float = 0.05
@@ -241,14 +239,9 @@ def compile_trace(
             ws = [width_out[idx[u]] for u in q.upstream(op.id)]
             w = sum(ws) if op.kind == "window_join" else (ws[0] if ws else 3)
         width_out[i] = float(w)
-    cross = np.array(
-        [1 if down[i] >= 0 and host[i] != host[down[i]] else 0 for i in range(n)], dtype=np.int64
-    )
+    cross = np.array([1 if down[i] >= 0 and host[i] != host[down[i]] else 0 for i in range(n)], dtype=np.int64)
     width_in = np.array(
-        [
-            np.mean([width_out[u] for u in ups[i] if u >= 0]) if ups[i, 0] >= 0 else width_out[i]
-            for i in range(n)
-        ]
+        [np.mean([width_out[u] for u in ups[i] if u >= 0]) if ups[i, 0] >= 0 else width_out[i] for i in range(n)]
     )
     c_recv = np.zeros(n)  # per tuple arriving over edge e (e = producer index), charged to the receiver
     c_logic, c_send, c_emit, c_scan = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
@@ -731,9 +724,7 @@ def _simulate(
                             blk = 1
                             break
                         k = min(k, space)
-                    if (kind[i] == 2 or kind[i] == 3) and wpol[
-                        i
-                    ] == 0:  # count window: stop at the pane boundary
+                    if (kind[i] == 2 or kind[i] == 3) and wpol[i] == 0:  # count window: stop at the pane boundary
                         k = min(k, max(1, int(wslide[i]) - (cur0[i] + cur1[i])))
                     org = qo[qsel, j]
                     ing = qi[qsel, j]

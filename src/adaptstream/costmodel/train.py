@@ -140,8 +140,7 @@ def trace_meta(trace: Any) -> dict[str, Any]:
         "bandwidth_mbits": float(np.mean([h.bandwidth_mbits for h in hosts])),
         "latency_ms": float(np.mean([h.latency_ms for h in hosts])),
         "host_values": {
-            f: sorted({float(getattr(h, f)) for h in hosts})
-            for f in ("cpu", "ram_mb", "bandwidth_mbits", "latency_ms")
+            f: sorted({float(getattr(h, f)) for h in hosts}) for f in ("cpu", "ram_mb", "bandwidth_mbits", "latency_ms")
         },
         "origin": getattr(trace.labels, "origin", None),
     }

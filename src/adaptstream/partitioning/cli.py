@@ -8,12 +8,17 @@ from typing import Annotated
 import typer
 
 app = typer.Typer(no_args_is_help=True, help="Skew-aware block partitioners (Prompt, holistic partitioning).")
-bench_app = typer.Typer(no_args_is_help=True, help="Partitioning benchmarks; reports go to runs/<name>-<time>/ "
-                       "unless --out DIR or --update-docs (docs/results/) is given.")
+bench_app = typer.Typer(
+    no_args_is_help=True,
+    help="Partitioning benchmarks; reports go to runs/<name>-<time>/ "
+    "unless --out DIR or --update-docs (docs/results/) is given.",
+)
 app.add_typer(bench_app, name="bench")
 
-OutDir = Annotated[Path | None, typer.Option("--out", metavar="DIR",
-                                             help="report directory [default: runs/partitioning-<bench>-<time>]")]
+OutDir = Annotated[
+    Path | None,
+    typer.Option("--out", metavar="DIR", help="report directory [default: runs/partitioning-<bench>-<time>]"),
+]
 UpdateDocs = Annotated[bool, typer.Option("--update-docs", help="regenerate the committed report in docs/results/")]
 
 
@@ -51,8 +56,9 @@ def metrics_command(rows: int = 200_000, blocks: int = 8, out: OutDir = None, up
 
 
 @bench_app.command("cost")
-def cost_command(rows: int = 1_000_000, blocks: str = "8,16,32", out: OutDir = None,
-                 update_docs: UpdateDocs = False) -> None:
+def cost_command(
+    rows: int = 1_000_000, blocks: str = "8,16,32", out: OutDir = None, update_docs: UpdateDocs = False
+) -> None:
     """(b) cost per tuple and memory, exact vs HyperLogLog; Prompt's work at the cut."""
     from adaptstream.bench.partitioning import bench_cost
 
@@ -104,7 +110,11 @@ def blocks_command(
 
     typer.echo(
         bench_blocks(
-            _csv(workloads), _csv(partitioners), [int(b) for b in _csv(blocks)], rows=rows, repeats=repeats,
+            _csv(workloads),
+            _csv(partitioners),
+            [int(b) for b in _csv(blocks)],
+            rows=rows,
+            repeats=repeats,
             out_dir=_out("blocks", out, update_docs),
         )
     )

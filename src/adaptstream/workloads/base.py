@@ -62,8 +62,10 @@ class DatasetGenerator(ABC):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state.get("name") != self.name or int(state.get("seed", -1)) != self.seed:
-            msg = (f"state of {state.get('name')!r} seed {state.get('seed')} cannot be loaded into "
-                   f"{self.name!r} seed {self.seed}")
+            msg = (
+                f"state of {state.get('name')!r} seed {state.get('seed')} cannot be loaded into "
+                f"{self.name!r} seed {self.seed}"
+            )
             raise WorkloadError(msg)
         self.next_second = int(state["next_second"])
         self._load_state(state)
@@ -96,9 +98,11 @@ class DatasetGenerator(ABC):
             msg = f"{self.name}: n_rows must be >= 0, got {n_rows}"
             raise WorkloadError(msg)
         if second != self.next_second:
-            msg = (f"{self.name}: asked for second {second} but the state is at second {self.next_second}; "
-                   "a generator resumes only in order: call fast_forward(row counts of the earlier seconds) "
-                   "or load_state_dict(saved state) first")
+            msg = (
+                f"{self.name}: asked for second {second} but the state is at second {self.next_second}; "
+                "a generator resumes only in order: call fast_forward(row counts of the earlier seconds) "
+                "or load_state_dict(saved state) first"
+            )
             raise WorkloadError(msg)
 
 

@@ -35,7 +35,7 @@ from adaptstream.workloads.base import GENERATORS, DatasetGenerator
 from adaptstream.workloads.data import cppstream_dir, cppstream_file
 
 COLUMNS: tuple[tuple[str, pa.DataType, str, bool], ...] = (
-    ("timestamp", pa.int64(), "BIGINT", False),          # microseconds on the run's clock
+    ("timestamp", pa.int64(), "BIGINT", False),  # microseconds on the run's clock
     ("missing_info", pa.int32(), "INT", True),
     ("job_id", pa.int64(), "BIGINT", False),
     ("task_index", pa.int32(), "INT", False),
@@ -54,8 +54,17 @@ ARROW_SCHEMA = pa.schema([pa.field(n, t, nullable=nullable) for n, t, _, nullabl
 SPARK_DDL = ", ".join(f"{n} {ddl}" for n, _, ddl, _ in COLUMNS)
 SAMPLE_FILES = ("task_event_1_10000.csv", "task_event_2_10000.csv")
 SENTINEL_EVENT_TYPE = -1
-_JOB_FIELDS = ("missing_info", "job_id", "user_name", "scheduling_class", "priority", "cpu_request",
-               "memory_request", "disk_space_request", "different_machines_restriction")
+_JOB_FIELDS = (
+    "missing_info",
+    "job_id",
+    "user_name",
+    "scheduling_class",
+    "priority",
+    "cpu_request",
+    "memory_request",
+    "disk_space_request",
+    "different_machines_restriction",
+)
 
 
 def default_data_dir() -> Path:
@@ -79,7 +88,7 @@ def load_sample(data_dir: str) -> pa.Table:
 class TaskEventsGeneratorConfig:
     seed: int = 0
     data_dir: str | None = None  # None = default_data_dir()
-    replay: bool = True          # False: fitted rows from second 0 on
+    replay: bool = True  # False: fitted rows from second 0 on
     generator_cls: ClassVar[type[DatasetGenerator]]
 
     def build(self) -> TaskEventsGenerator:
@@ -113,7 +122,8 @@ class _Fitted:
         e_idx = rng.choice(len(self.event_types), size=k, p=self.event_p)
         out["event_type"] = pa.array(self.event_types[e_idx], type=pa.int32())
         out["task_index"] = pa.array(
-            np.floor(rng.random(k) * (self.row_job_max_task[src] + 1)).astype(np.int32), type=pa.int32())
+            np.floor(rng.random(k) * (self.row_job_max_task[src] + 1)).astype(np.int32), type=pa.int32()
+        )
         null = rng.random(k) < self.machine_null_share[e_idx]
         machine = self.machines[rng.integers(0, len(self.machines), size=k)]
         out["machine_id"] = pa.array(machine, type=pa.int64(), mask=null)
@@ -154,8 +164,9 @@ class TaskEventsGenerator(DatasetGenerator):
         n_fit = n_rows - n_replay
         if n_fit:
             cols = self.fitted.rows(n_fit, self.rng(second))
-            parts.append(pa.table({n: cols.get(n, pa.nulls(n_fit, type=t)) for n, t, _, _ in COLUMNS},
-                                  schema=ARROW_SCHEMA))
+            parts.append(
+                pa.table({n: cols.get(n, pa.nulls(n_fit, type=t)) for n, t, _, _ in COLUMNS}, schema=ARROW_SCHEMA)
+            )
         table = pa.concat_tables(parts) if parts else ARROW_SCHEMA.empty_table()
         offsets = np.floor(np.arange(n_rows) * 1_000_000 / max(n_rows, 1)).astype(np.int64)
         ts = pa.array(second * 1_000_000 + offsets, type=pa.int64())
@@ -164,8 +175,7 @@ class TaskEventsGenerator(DatasetGenerator):
     @classmethod
     def sentinel_table(cls, time_s: int) -> pa.Table:
         row: dict[str, list[Any]] = {n: [None] for n in NAMES}
-        row.update(timestamp=[int(time_s) * 1_000_000], job_id=[-1], task_index=[-1],
-                   event_type=[SENTINEL_EVENT_TYPE])
+        row.update(timestamp=[int(time_s) * 1_000_000], job_id=[-1], task_index=[-1], event_type=[SENTINEL_EVENT_TYPE])
         return pa.table({n: pa.array(row[n], type=t) for n, t, _, _ in COLUMNS}, schema=ARROW_SCHEMA)
 
 

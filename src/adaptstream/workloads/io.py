@@ -27,8 +27,9 @@ def dataset_file_name(second: int, fmt: str = "csv") -> str:
     return f"{int(second):08d}.{'json' if fmt == 'json' else 'csv'}"
 
 
-def write_dataset(table: pa.Table, path: str | os.PathLike[str], fmt: str = "csv", header: bool = False,
-                  mtime: float | None = None) -> Path:
+def write_dataset(
+    table: pa.Table, path: str | os.PathLike[str], fmt: str = "csv", header: bool = False, mtime: float | None = None
+) -> Path:
     """Write ``table`` to ``path`` atomically (hidden temp file + rename). CSV nulls are empty fields;
     JSON is one object per line with nulls as ``null``. ``mtime`` sets the file's modification time."""
     if fmt not in FORMATS:
@@ -50,8 +51,13 @@ def write_dataset(table: pa.Table, path: str | os.PathLike[str], fmt: str = "csv
     return path
 
 
-def write_run(generator: DatasetGenerator, workload: Workload | None, out_dir: str | os.PathLike[str],
-              rows_per_second: Sequence[int], fmt: str = "csv") -> list[Path]:
+def write_run(
+    generator: DatasetGenerator,
+    workload: Workload | None,
+    out_dir: str | os.PathLike[str],
+    rows_per_second: Sequence[int],
+    fmt: str = "csv",
+) -> list[Path]:
     """Write datasets 0..n-1 (``rows_per_second`` rows each) and, given a workload, its sentinel as dataset n.
 
     Modification times increase by one second per dataset (in the past), so readers that order files by
@@ -63,10 +69,12 @@ def write_run(generator: DatasetGenerator, workload: Workload | None, out_dir: s
     paths = []
     for second, rows in enumerate(rows_per_second):
         table = generator.generate(generator.next_second, int(rows))
-        paths.append(write_dataset(table, out / dataset_file_name(second, fmt), fmt, generator.csv_header(),
-                                   mtime=base + second))
+        paths.append(
+            write_dataset(table, out / dataset_file_name(second, fmt), fmt, generator.csv_header(), mtime=base + second)
+        )
     if workload is not None:
         sentinel = workload.sentinel(after_second=n - 1)
-        paths.append(write_dataset(sentinel, out / dataset_file_name(n, fmt), fmt, generator.csv_header(),
-                                   mtime=base + n))
+        paths.append(
+            write_dataset(sentinel, out / dataset_file_name(n, fmt), fmt, generator.csv_header(), mtime=base + n)
+        )
     return paths

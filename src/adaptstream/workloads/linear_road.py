@@ -30,8 +30,23 @@ import pyarrow as pa
 from adaptstream.errors import WorkloadError
 from adaptstream.workloads.base import GENERATORS, DatasetGenerator
 
-FIELDS = ("Type", "Time", "VID", "Spd", "XWay", "Lane", "Dir", "Seg", "Pos", "QID", "Sinit", "Send", "DOW",
-          "TOD", "Day")
+FIELDS = (
+    "Type",
+    "Time",
+    "VID",
+    "Spd",
+    "XWay",
+    "Lane",
+    "Dir",
+    "Seg",
+    "Pos",
+    "QID",
+    "Sinit",
+    "Send",
+    "DOW",
+    "TOD",
+    "Day",
+)
 SEGMENT_FT = 5280
 N_SEGMENTS = 100
 MAX_POS = SEGMENT_FT * N_SEGMENTS - 1  # 527999
@@ -52,12 +67,12 @@ def _empty_bucket() -> dict[str, np.ndarray]:
 @dataclass(frozen=True)
 class LinearRoadGeneratorConfig:
     seed: int = 0
-    xways: int | None = None          # fixed number of expressways; None = grow with the rate
-    reports_per_xway: int = 400       # rows/s per expressway when ``xways`` is None
+    xways: int | None = None  # fixed number of expressways; None = grow with the rate
+    reports_per_xway: int = 400  # rows/s per expressway when ``xways`` is None
     max_xways: int = 256
-    segment_capacity: float = 80.0    # vehicles per segment and direction at which speed halves
+    segment_capacity: float = 80.0  # vehicles per segment and direction at which speed halves
     accident_rate_per_hour: float = 2.0  # simulated accidents per expressway direction and hour
-    request_share: float = 0.01       # share of rows that are Type 2/3/4 query requests
+    request_share: float = 0.01  # share of rows that are Type 2/3/4 query requests
     max_trip_segments: int = 60
     generator_cls: ClassVar[type[DatasetGenerator]]
 
@@ -93,8 +108,11 @@ class LinearRoadGenerator(DatasetGenerator):
     def _state(self) -> dict[str, Any]:
         return {
             "buckets": [{k: v.copy() for k, v in b.items()} for b in self.buckets],
-            "counts": self.counts.copy(), "accidents": self.accidents.copy(),
-            "next_vid": self.next_vid, "next_qid": self.next_qid, "active_xways": self.active_xways,
+            "counts": self.counts.copy(),
+            "accidents": self.accidents.copy(),
+            "next_vid": self.next_vid,
+            "next_qid": self.next_qid,
+            "active_xways": self.active_xways,
         }
 
     def _load_state(self, state: dict[str, Any]) -> None:
@@ -133,7 +151,7 @@ class LinearRoadGenerator(DatasetGenerator):
         cars = {k: np.concatenate([moved[k], new[k]]) for k in _VEH}
         exiting = np.concatenate([exiting, np.zeros(len(new["vid"]), dtype=bool)])
         is_new = np.zeros(len(cars["vid"]), dtype=bool)
-        is_new[len(moved["vid"]):] = True
+        is_new[len(moved["vid"]) :] = True
 
         seg = cars["pos"] // SEGMENT_FT
         np.add.at(self.counts, (cars["xway"][~exiting], cars["dir"][~exiting], seg[~exiting]), 1)
@@ -183,11 +201,20 @@ class LinearRoadGenerator(DatasetGenerator):
         vid = np.arange(self.next_vid, self.next_vid + k, dtype=np.int64)
         self.next_vid += k
         zeros = np.zeros(k, dtype=np.int64)
-        return {"vid": vid, "xway": xway.astype(np.int64), "dir": direction.astype(np.int64), "lane": zeros,
-                "pos": pos.astype(np.int64), "spd": zeros.copy(), "dest": dest.astype(np.int64), "pref": pref}
+        return {
+            "vid": vid,
+            "xway": xway.astype(np.int64),
+            "dir": direction.astype(np.int64),
+            "lane": zeros,
+            "pos": pos.astype(np.int64),
+            "spd": zeros.copy(),
+            "dest": dest.astype(np.int64),
+            "pref": pref,
+        }
 
-    def _speeds(self, cars: dict[str, np.ndarray], seg: np.ndarray, second: int,
-                rng: np.random.Generator) -> np.ndarray:
+    def _speeds(
+        self, cars: dict[str, np.ndarray], seg: np.ndarray, second: int, rng: np.random.Generator
+    ) -> np.ndarray:
         density = self.counts[cars["xway"], cars["dir"], seg].astype(np.float64)
         spd = cars["pref"] / (1.0 + (density / self.config.segment_capacity) ** 2)
         spd = spd + rng.normal(0.0, 3.0, size=len(spd))
@@ -200,8 +227,9 @@ class LinearRoadGenerator(DatasetGenerator):
         zones = np.zeros(self.counts.shape, dtype=np.int8)
         for xw, d, aseg, _start, _end in self.accidents:
             lo, hi = (aseg - 4, aseg) if d == 0 else (aseg, aseg + 4)  # upstream = against the traffic
-            zones[xw, d, max(lo, 0):min(hi, N_SEGMENTS - 1) + 1] = np.maximum(
-                zones[xw, d, max(lo, 0):min(hi, N_SEGMENTS - 1) + 1], 1)
+            zones[xw, d, max(lo, 0) : min(hi, N_SEGMENTS - 1) + 1] = np.maximum(
+                zones[xw, d, max(lo, 0) : min(hi, N_SEGMENTS - 1) + 1], 1
+            )
         for xw, d, aseg, _start, _end in self.accidents:
             zones[xw, d, aseg] = 2
         return zones
@@ -218,26 +246,43 @@ class LinearRoadGenerator(DatasetGenerator):
             rows = np.stack([start // 2, start % 2, segs, np.full(len(start), second), second + dur], axis=1)
             self.accidents = np.concatenate([self.accidents, rows.astype(np.int64)])
 
-    def _requests(self, n_req: int, cars: dict[str, np.ndarray], second: int,
-                  rng: np.random.Generator) -> dict[str, np.ndarray]:
+    def _requests(
+        self, n_req: int, cars: dict[str, np.ndarray], second: int, rng: np.random.Generator
+    ) -> dict[str, np.ndarray]:
         pick = rng.integers(0, max(len(cars["vid"]), 1), size=n_req)
         kind = rng.choice(np.array([2, 3, 4]), size=n_req, p=[0.5, 0.4, 0.1])
         qid = np.arange(self.next_qid, self.next_qid + n_req, dtype=np.int64)
         self.next_qid += n_req
         sa = rng.integers(0, N_SEGMENTS, size=n_req)
         sb = rng.integers(0, N_SEGMENTS, size=n_req)
-        extra = {"Day": rng.integers(1, 70, size=n_req), "DOW": rng.integers(1, 8, size=n_req),
-                 "TOD": rng.integers(1, 1441, size=n_req)}
+        extra = {
+            "Day": rng.integers(1, 70, size=n_req),
+            "DOW": rng.integers(1, 8, size=n_req),
+            "TOD": rng.integers(1, 1441, size=n_req),
+        }
         if n_req and not len(cars["vid"]):
             msg = "query requests need reporting vehicles"  # unreachable: n_req <= n_rows * share < n_rows
             raise WorkloadError(msg)
         vid = cars["vid"][pick] if n_req else np.empty(0, dtype=np.int64)
         xway = cars["xway"][pick] if n_req else np.empty(0, dtype=np.int64)
-        return {"kind": kind, "qid": qid, "vid": vid, "xway": xway, "sinit": np.minimum(sa, sb),
-                "send": np.maximum(sa, sb), **extra}
+        return {
+            "kind": kind,
+            "qid": qid,
+            "vid": vid,
+            "xway": xway,
+            "sinit": np.minimum(sa, sb),
+            "send": np.maximum(sa, sb),
+            **extra,
+        }
 
-    def _table(self, second: int, cars: dict[str, np.ndarray], seg: np.ndarray,
-               req: dict[str, np.ndarray], rng: np.random.Generator) -> pa.Table:
+    def _table(
+        self,
+        second: int,
+        cars: dict[str, np.ndarray],
+        seg: np.ndarray,
+        req: dict[str, np.ndarray],
+        rng: np.random.Generator,
+    ) -> pa.Table:
         n_rep, n_req = len(cars["vid"]), len(req["qid"])
         n = n_rep + n_req
         out = {f: np.full(n, -1, dtype=np.int32) for f in FIELDS}

@@ -44,8 +44,9 @@ def read_static(spark: SparkSession, workload: Workload, input_dir: str, fmt: st
     return reader.json(str(input_dir)) if fmt == "json" else reader.csv(str(input_dir))
 
 
-def file_stream_factory(spark: SparkSession, workload: Workload, input_dir: str, fmt: str = "csv",
-                        max_files_per_trigger: int = 1) -> Callable[[], DataFrame]:
+def file_stream_factory(
+    spark: SparkSession, workload: Workload, input_dir: str, fmt: str = "csv", max_files_per_trigger: int = 1
+) -> Callable[[], DataFrame]:
     """Spark's built-in file source over ``input_dir`` (files in modification-time order, a few per batch)."""
     ddl = workload.generator_class().spark_schema_ddl
 
@@ -56,8 +57,12 @@ def file_stream_factory(spark: SparkSession, workload: Workload, input_dir: str,
     return factory
 
 
-def run_stream(spark: SparkSession, workload: Workload, stream_df_factory: Callable[[], DataFrame],
-               checkpoint_dir: str | None = None) -> tuple[list[list[tuple]], tuple]:
+def run_stream(
+    spark: SparkSession,
+    workload: Workload,
+    stream_df_factory: Callable[[], DataFrame],
+    checkpoint_dir: str | None = None,
+) -> tuple[list[list[tuple]], tuple]:
     """Run the workload's streaming query to the end of the available input; rows per micro-batch."""
     batches: list[list[tuple]] = []
     columns: list[tuple[str, ...]] = []
@@ -73,8 +78,13 @@ def run_stream(spark: SparkSession, workload: Workload, stream_df_factory: Calla
     query = None
     try:
         stream = workload.stream_query(stream_df_factory())
-        query = (stream.writeStream.outputMode("append").foreachBatch(collect)
-                 .option("checkpointLocation", ckpt).queryName(f"oracle_{workload.name.lower()}").start())
+        query = (
+            stream.writeStream.outputMode("append")
+            .foreachBatch(collect)
+            .option("checkpointLocation", ckpt)
+            .queryName(f"oracle_{workload.name.lower()}")
+            .start()
+        )
         query.processAllAvailable()
         if query.exception() is not None:
             msg = f"{workload.name}: streaming query failed: {query.exception()}"
@@ -97,8 +107,9 @@ def _same(a: Any, b: Any, rel_tol: float, abs_tol: float) -> bool:
     return a == b
 
 
-def compare_multisets(stream_rows: list[tuple], batch_rows: list[tuple], rel_tol: float = 1e-9,
-                      abs_tol: float = 1e-9) -> list[str]:
+def compare_multisets(
+    stream_rows: list[tuple], batch_rows: list[tuple], rel_tol: float = 1e-9, abs_tol: float = 1e-9
+) -> list[str]:
     """Differences between two row multisets (empty list = equal); at most a few are described."""
     problems: list[str] = []
     if len(stream_rows) != len(batch_rows):
@@ -111,10 +122,17 @@ def compare_multisets(stream_rows: list[tuple], batch_rows: list[tuple], rel_tol
     return problems
 
 
-def assert_stream_equals_batch(spark: SparkSession, workload: Workload, input_dir: str,
-                               stream_df_factory: Callable[[], DataFrame] | None = None, *, fmt: str = "csv",
-                               rel_tol: float = 1e-9, abs_tol: float = 1e-9,
-                               checkpoint_dir: str | None = None) -> OracleResult:
+def assert_stream_equals_batch(
+    spark: SparkSession,
+    workload: Workload,
+    input_dir: str,
+    stream_df_factory: Callable[[], DataFrame] | None = None,
+    *,
+    fmt: str = "csv",
+    rel_tol: float = 1e-9,
+    abs_tol: float = 1e-9,
+    checkpoint_dir: str | None = None,
+) -> OracleResult:
     """Raise AssertionError unless the stream's rows equal the batch oracle's rows (as multisets).
 
     ``stream_df_factory`` returns the raw streaming DataFrame over ``input_dir`` (default: Spark's file

@@ -86,9 +86,7 @@ def _path(name: str) -> Path:
 # ----------------------------------------------------------------------------------------- readers
 @lru_cache(maxsize=1)
 def read_lineitem() -> pd.DataFrame:
-    df = pd.read_csv(
-        _path("lineitem_10000.tbl"), sep="|", header=None, usecols=range(16), names=LINEITEM_COLS
-    )
+    df = pd.read_csv(_path("lineitem_10000.tbl"), sep="|", header=None, usecols=range(16), names=LINEITEM_COLS)
     return df
 
 
@@ -99,9 +97,7 @@ def read_rides() -> pd.DataFrame:
 
 @lru_cache(maxsize=1)
 def read_task_events() -> pd.DataFrame:
-    parts = [
-        pd.read_csv(_path(f"task_event_{i}_10000.csv"), header=None, names=TASK_EVENT_COLS) for i in (1, 2)
-    ]
+    parts = [pd.read_csv(_path(f"task_event_{i}_10000.csv"), header=None, names=TASK_EVENT_COLS) for i in (1, 2)]
     df = pd.concat(parts, ignore_index=True)
     df["cpu_request"] = df["cpu_request"].fillna(0.0)
     return df
@@ -128,9 +124,7 @@ def zipf_keys(n: int, z: float, num_keys: int, seed: int = 0) -> np.ndarray:
     return np.minimum(np.searchsorted(cdf, u, side="right"), num_keys - 1).astype(np.int64)
 
 
-def synd(
-    n: int, z: float = 1.0, num_keys: int = 100_000, rate: float = 100_000.0, seed: int = 0
-) -> pd.DataFrame:
+def synd(n: int, z: float = 1.0, num_keys: int = 100_000, rate: float = 100_000.0, seed: int = 0) -> pd.DataFrame:
     """SynD rows: ts, word (int key), one."""
     return pd.DataFrame({"ts": arrival_times(n, rate), "word": zipf_keys(n, z, num_keys, seed)})
 
@@ -247,9 +241,7 @@ def top_k(counts_df: Any, k: int, count_col: str = "count") -> Any:
     return counts_df.withColumn("rank", F.row_number().over(w)).where(F.col("rank") <= k)
 
 
-def _synd_gen(
-    n: int, rate: float = 100_000.0, seed: int = 0, z: float = 1.0, num_keys: int = 100_000
-) -> pd.DataFrame:
+def _synd_gen(n: int, rate: float = 100_000.0, seed: int = 0, z: float = 1.0, num_keys: int = 100_000) -> pd.DataFrame:
     return synd(n, z=z, num_keys=num_keys, rate=rate, seed=seed)
 
 

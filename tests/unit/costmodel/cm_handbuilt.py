@@ -70,9 +70,7 @@ def join_query() -> QueryGraph:
     return QueryGraph(
         "join",
         (
-            Operator(
-                "s1", "source", {"event_rate": 500, "tuple_width_out": 4, "data_types": "int,double,str,str"}
-            ),
+            Operator("s1", "source", {"event_rate": 500, "tuple_width_out": 4, "data_types": "int,double,str,str"}),
             Operator("s2", "source", {"event_rate": 750, "tuple_width_out": 3, "data_types": "int,str,str"}),
             Operator(
                 "f",

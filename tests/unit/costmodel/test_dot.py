@@ -41,9 +41,7 @@ def test_fixture_imports_operators_hosts_placement_and_labels() -> None:
 
 
 def test_parser_handles_chains_comments_and_defaults() -> None:
-    name, nodes, edges = parse_dot(
-        'digraph g { /* c */ node [shape=box]; a -> b -> "c d" [w=1]; a [x="y z"]; }'
-    )
+    name, nodes, edges = parse_dot('digraph g { /* c */ node [shape=box]; a -> b -> "c d" [w=1]; a [x="y z"]; }')
     assert name == "g"
     assert nodes["a"] == {"x": "y z"}
     assert [(a, b) for a, b, _ in edges] == [("a", "b"), ("b", "c d")]

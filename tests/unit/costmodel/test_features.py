@@ -22,9 +22,7 @@ PLACE_LIN = {"s": "edge", "f1": "edge", "f2": "fog", "a": "fog", "k": "cloud"}
 
 
 def test_graph_has_operator_and_used_host_nodes_and_three_edge_sets() -> None:
-    g = build_graph(
-        linear_query(), HOSTS, {"s": "edge", "f1": "edge", "f2": "edge", "a": "cloud", "k": "cloud"}
-    )
+    g = build_graph(linear_query(), HOSTS, {"s": "edge", "f1": "edge", "f2": "edge", "a": "cloud", "k": "cloud"})
     assert g.n_ops == 5
     assert g.n_nodes == 7  # fog runs nothing, so it is not a node
     assert g.type_index["host"].tolist() == [5, 6]

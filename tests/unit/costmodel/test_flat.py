@@ -34,9 +34,7 @@ def test_counts_selectivities_hosts_rates_windows() -> None:
     assert v["win_size_mean_time"] == pytest.approx(2.0)
     assert np.isnan(v["win_size_mean_count"])
     assert (v["n_sliding"], v["n_time_policy"]) == (1, 1)
-    j = _v(
-        build_graph(join_query(), HOSTS, {"s1": "edge", "s2": "edge", "f": "fog", "j": "fog", "k": "cloud"})
-    )
+    j = _v(build_graph(join_query(), HOSTS, {"s1": "edge", "s2": "edge", "f": "fog", "j": "fog", "k": "cloud"}))
     assert j["log_rate_sum"] == pytest.approx(np.log1p(1250))
     assert j["win_size_mean_count"] == pytest.approx(80)
 

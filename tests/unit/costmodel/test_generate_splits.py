@@ -26,9 +26,7 @@ def test_extrapolation_holdouts_on_sample() -> None:
     assert all(100 <= h.cpu <= 600 for t in inside for h in t.hosts)
     assert all(any(h.cpu < 100 or h.cpu > 600 for h in t.hosts) for t in held)
     _, long_chains = extrapolation_split(traces, lambda t: filters_longer_than(t, 2))
-    assert long_chains and all(
-        t.query.n_filters > 2 and t.query.sources().__len__() == 1 for t in long_chains
-    )
+    assert long_chains and all(t.query.n_filters > 2 and t.query.sources().__len__() == 1 for t in long_chains)
 
 
 def test_sample_label_balance_is_mixed() -> None:

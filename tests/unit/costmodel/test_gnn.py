@@ -66,9 +66,7 @@ def test_ops_to_hosts_happens_before_hosts_to_ops() -> None:
     a, b = _states(GNNConfig(hidden=16), qs, PLACE_SHARED)
     assert _changed(a, b, SOURCE)
     # contrast: without host nodes the same change cannot reach the source
-    a2, b2 = _states(
-        GNNConfig(hidden=16, hardware="no_hosts"), [linear_query(sel1=0.9), linear_query(sel1=0.01)]
-    )
+    a2, b2 = _states(GNNConfig(hidden=16, hardware="no_hosts"), [linear_query(sel1=0.9), linear_query(sel1=0.01)])
     assert not _changed(a2, b2, SOURCE)
 
 

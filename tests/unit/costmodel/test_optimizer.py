@@ -73,9 +73,7 @@ def test_drops_predicted_failures_and_backpressure_and_minimises_target() -> Non
 
 
 def test_throughput_target_maximises() -> None:
-    d = PlacementOptimizer(FakeRulePredictor(), target="throughput", max_candidates=80).optimize(
-        linear_query(), HOSTS
-    )
+    d = PlacementOptimizer(FakeRulePredictor(), target="throughput", max_candidates=80).optimize(linear_query(), HOSTS)
     best = max(c.predictions["throughput"] for c in d.ranked if c.feasible)
     assert d.chosen.predictions["throughput"] == best
 

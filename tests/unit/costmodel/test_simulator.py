@@ -73,9 +73,7 @@ def _two_branch(rate: float) -> QueryGraph:
 def test_co_located_heavy_operators_slow_each_other() -> None:
     q = _two_branch(3000)  # each branch needs ~70% of a 50% host alone: together they overload it
     a, b = Host("a", 50, 8000, 10000, 1, "small"), Host("b", 50, 8000, 10000, 1, "small")
-    together = Trace(
-        "t", q, (a, b, BIG), {"s1": "a", "f1": "a", "s2": "a", "f2": "a", "j": "big", "k": "big"}
-    )
+    together = Trace("t", q, (a, b, BIG), {"s1": "a", "f1": "a", "s2": "a", "f2": "a", "j": "big", "k": "big"})
     apart = Trace("t", q, (a, b, BIG), {"s1": "a", "f1": "a", "s2": "b", "f2": "b", "j": "big", "k": "big"})
     lt, la = SIM.run(together, seed=1), SIM.run(apart, seed=1)
     assert lt.details["ingest_ratio_2nd_half"] < 0.9 < la.details["ingest_ratio_2nd_half"]

@@ -117,8 +117,9 @@ def test_resume_fast_forward_and_state(cut: int) -> None:
     state = pickle.loads(pickle.dumps(first.state_dict()))
     restored = build_generator("linear_road", seed=4)
     restored.load_state_dict(state)
-    pd.testing.assert_frame_equal(_run(restored, rates[cut:], start=cut),
-                                  whole[whole.Time >= cut].reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        _run(restored, rates[cut:], start=cut), whole[whole.Time >= cut].reset_index(drop=True)
+    )
 
 
 def test_out_of_order_second_is_refused() -> None:

@@ -62,10 +62,12 @@ def test_fitted_rows_follow_the_sample(tables: list[pa.Table]) -> None:
     sample = load_sample(str(default_data_dir()))
     fitted = pa.concat_tables(tables).slice(20_000)
     assert fitted.num_rows == sum(RATES) - 20_000
-    sample_jobs = dict(zip(sample.column("job_id").to_pylist(), sample.column("scheduling_class").to_pylist(),
-                           strict=True))
-    for job, cls in zip(fitted.column("job_id").to_pylist(), fitted.column("scheduling_class").to_pylist(),
-                        strict=True):
+    sample_jobs = dict(
+        zip(sample.column("job_id").to_pylist(), sample.column("scheduling_class").to_pylist(), strict=True)
+    )
+    for job, cls in zip(
+        fitted.column("job_id").to_pylist(), fitted.column("scheduling_class").to_pylist(), strict=True
+    ):
         assert sample_jobs[job] == cls  # a job keeps its class (one class per job in the samples)
     assert set(fitted.column("event_type").to_pylist()) <= set(sample.column("event_type").to_pylist())
     assert 1 in set(fitted.column("event_type").to_pylist())

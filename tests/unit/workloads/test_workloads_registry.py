@@ -13,8 +13,12 @@ from adaptstream.workloads import WORKLOADS, build_generator, write_dataset, wri
 from adaptstream.workloads.oracle import compare_multisets
 
 EXPECTED = {  # name: (window, LMStream SlideTime, generator)  -- LMStream Table III
-    "LR1S": (30, 5, "linear_road"), "LR1T": (30, 0, "linear_road"), "LR2S": (30, 10, "linear_road"),
-    "CM1S": (60, 10, "task_events"), "CM1T": (60, 0, "task_events"), "CM2S": (60, 5, "task_events"),
+    "LR1S": (30, 5, "linear_road"),
+    "LR1T": (30, 0, "linear_road"),
+    "LR2S": (30, 10, "linear_road"),
+    "CM1S": (60, 10, "task_events"),
+    "CM1T": (60, 0, "task_events"),
+    "CM2S": (60, 5, "task_events"),
 }
 
 
@@ -50,8 +54,11 @@ def test_write_dataset_atomic_csv_without_header(tmp_path) -> None:
     assert os.listdir(tmp_path) == ["00000000.csv"]
     first = path.read_text().splitlines()[0]
     assert not first.startswith("Type") and len(first.split(",")) == 15
-    back = pacsv.read_csv(path, read_options=pacsv.ReadOptions(column_names=table.schema.names),
-                          convert_options=pacsv.ConvertOptions(column_types=table.schema))
+    back = pacsv.read_csv(
+        path,
+        read_options=pacsv.ReadOptions(column_names=table.schema.names),
+        convert_options=pacsv.ConvertOptions(column_types=table.schema),
+    )
     assert back.cast(table.schema).equals(table)
 
 

@@ -176,9 +176,7 @@ def klink_command(
     }
     typer.echo("bench klink: SWM estimate replay (pure Python)")
     swm = swm_replay(replay_seconds, seed)
-    spark = build_spark(
-        app_name="bench-klink", log_file=str(target / "spark.log"), conf={"spark.scheduler.mode": "FAIR"}
-    )
+    spark = build_spark(app_name="bench-klink", log_file=str(work / "spark.log"), conf={"spark.scheduler.mode": "FAIR"})
     runs: list[dict] = []
     try:
         typer.echo("bench klink: warm-up (1 query, not recorded)")

@@ -426,6 +426,17 @@ def _fail(message: str, code: int, hint: bool = True) -> None:
 def main(argv: Sequence[str] | None = None, prog_name: str = "adaptstream") -> None:
     """Entry point: typer in standalone mode handles usage errors (exit 2), --help and Exit codes itself;
     our own errors become one line (exit 2 for bad options, 1 otherwise), anything else one line too."""
+    saved_debug = os.environ.get(DEBUG_ENV)  # --debug sets it for this invocation only (main may be called again)
+    try:
+        _main(argv, prog_name)
+    finally:
+        if saved_debug is None:
+            os.environ.pop(DEBUG_ENV, None)
+        else:
+            os.environ[DEBUG_ENV] = saved_debug
+
+
+def _main(argv: Sequence[str] | None, prog_name: str) -> None:
     try:
         app(args=list(argv) if argv is not None else None, prog_name=prog_name, standalone_mode=True)
     except ConfigError as exc:

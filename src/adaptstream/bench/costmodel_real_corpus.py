@@ -44,7 +44,7 @@ def summarise(path: Path, run_meta: dict[str, Any] | None) -> dict[str, Any]:
             "backpressure_share": round(sum(bool(t.labels and t.labels.backpressure) for t in ts) / len(ts), 3)
             if ts
             else None,
-            "T_median": _med([t.labels.throughput for t in ok if t.labels]),
+            "T_median": _med([t.labels.throughput for t in ok if t.labels and t.labels.throughput is not None]),
             "Le_median_ms": _med([t.labels.e2e_latency_ms for t in ok if t.labels and t.labels.e2e_latency_ms]),
             "Lp_median_ms": _med([t.labels.proc_latency_ms for t in ok if t.labels and t.labels.proc_latency_ms]),
         }
@@ -56,14 +56,18 @@ def summarise(path: Path, run_meta: dict[str, Any] | None) -> dict[str, Any]:
         if "random" not in d or "initial" not in d:
             continue
         r, i = d["random"].labels, d["initial"].labels
+        if r is None or i is None:
+            continue
         row: dict[str, Any] = {"query_index": qi, "random_ok": r.success, "initial_ok": i.success}
         if r.success and i.success:
             row["T_ratio"] = round(r.throughput / i.throughput, 3) if i.throughput else None
             if r.e2e_latency_ms and i.e2e_latency_ms:
                 row["Le_speedup"] = round(i.e2e_latency_ms / r.e2e_latency_ms, 3)
         pairs[_base(d["random"].query.query_type)].append(row)
-    loads = [t.meta.get("load1_before") for t in traces if t.meta.get("load1_before") is not None]
-    failures = [{"trace": t.trace_id, "errors": t.meta.get("errors", [])} for t in traces if not t.labels.success]
+    loads = [float(t.meta["load1_before"]) for t in traces if t.meta.get("load1_before") is not None]
+    failures = [
+        {"trace": t.trace_id, "errors": t.meta.get("errors", [])} for t in traces if not (t.labels and t.labels.success)
+    ]
     return {
         "what": "REAL testbed corpus (cgroups + network namespaces on one machine); labels origin=real",
         "corpus": str(path),

@@ -13,6 +13,7 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from adaptstream.costmodel.testbed.placement import FILTER_MOD, edge_key
@@ -135,12 +136,14 @@ class Agent:
                     if r["n"]:
                         _b.append({"t": t, "n": int(r["n"]), "le": t - r["ev50"], "lp": t - r["ing50"]})
 
-                fn = sink
+                fn: Callable[..., None] = sink
             else:
                 push = push_partition(rhost, int(rport), edge_key(trace, piece["tail"]))
 
-                def fn(bdf: Any, bid: int, _p: Any = push) -> None:
+                def forward(bdf: Any, bid: int, _p: Any = push) -> None:
                     bdf.foreachPartition(_p)
+
+                fn = forward
 
             q = (
                 df.writeStream.foreachBatch(fn)

@@ -228,7 +228,7 @@ def run_trace(
         if p["sink"]:
             continue
         key = edge_key(trace_id, p["tail"])
-        entries = rc.xrange(key)
+        entries: list[Any] = rc.xrange(key) or []  # redis-py types it as a sync/async union
         unread = sum(len(json.loads(f[b"b"])) for _i, f in entries)
         result["backlog_s"][p["tail"]] = round(unread / max(rates.get(p["tail"], 1.0), 1e-3), 2)
         rc.delete(key)
@@ -252,7 +252,7 @@ def run_trace(
         **detail,
     }
     hosts = [tb.host_record(h.name) for h in tb.hosts]
-    return Trace(trace_id, query, hosts, placement, labels, meta)
+    return Trace(trace_id, query, tuple(hosts), placement, labels, meta)
 
 
 def warm_up_agents(

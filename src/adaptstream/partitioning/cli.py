@@ -66,6 +66,28 @@ def cost_command(
     typer.echo(bench_cost(rows=rows, blocks=[int(b) for b in _csv(blocks)], out_dir=out_dir))
 
 
+Master = Annotated[
+    str, typer.Option("--master", help="Spark master: local[N], or a standalone cluster's spark://HOST:PORT")
+]
+ReportOnly = Annotated[
+    bool, typer.Option("--report-only", help="re-render the Markdown/PNG from the report's JSON, run nothing")
+]
+
+
+def _spark_bench(bench: str, out: Path | None, update_docs: bool, master: str, report_only: bool, run) -> None:
+    from adaptstream.bench.partitioning_spark import render, stem
+    from adaptstream.errors import ConfigError
+
+    out_dir = _out(bench, out, update_docs)
+    if report_only:
+        path = out_dir / f"{stem(bench, master)}.json"
+        if not path.exists():
+            raise ConfigError(f"--report-only: no {path} to render (run the benchmark first)")
+        typer.echo(render(path))
+        return
+    typer.echo(run(out_dir))
+
+
 @bench_app.command("rate")
 def rate_command(
     partitioners: str = "time,shuffle,hash,pk2,cam,prompt",
@@ -75,14 +97,21 @@ def rate_command(
     steps: int = 4,
     lo: float = 20_000,
     hi: float = 2_000_000,
+    master: Master = "local[2]",
     out: OutDir = None,
     update_docs: UpdateDocs = False,
+    report_only: ReportOnly = False,
 ) -> None:
     """(c) Prompt Fig 11: highest sustainable rate per partitioner with real Spark (bounded search)."""
-    from adaptstream.bench.partitioning import bench_rate
+    from adaptstream.bench.partitioning_spark import bench_rate
 
-    typer.echo(
-        bench_rate(
+    _spark_bench(
+        "rate",
+        out,
+        update_docs,
+        master,
+        report_only,
+        lambda out_dir: bench_rate(
             _csv(partitioners),
             [float(i) for i in _csv(intervals)],
             [float(z) for z in _csv(zs)],
@@ -90,8 +119,9 @@ def rate_command(
             steps=steps,
             lo=lo,
             hi=hi,
-            out_dir=_out("rate", out, update_docs),
-        )
+            master=master,
+            out_dir=out_dir,
+        ),
     )
 
 
@@ -102,21 +132,29 @@ def blocks_command(
     blocks: str = "2,4,8",
     rows: int = 400_000,
     repeats: int = 2,
+    master: Master = "local[2]",
     out: OutDir = None,
     update_docs: UpdateDocs = False,
+    report_only: ReportOnly = False,
 ) -> None:
     """(d) holistic Fig 5-7: Spark throughput vs number of blocks, aggregation load Gamma/|S|."""
-    from adaptstream.bench.partitioning import bench_blocks
+    from adaptstream.bench.partitioning_spark import bench_blocks
 
-    typer.echo(
-        bench_blocks(
+    _spark_bench(
+        "blocks",
+        out,
+        update_docs,
+        master,
+        report_only,
+        lambda out_dir: bench_blocks(
             _csv(workloads),
             _csv(partitioners),
             [int(b) for b in _csv(blocks)],
             rows=rows,
             repeats=repeats,
-            out_dir=_out("blocks", out, update_docs),
-        )
+            master=master,
+            out_dir=out_dir,
+        ),
     )
 
 

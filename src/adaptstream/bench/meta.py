@@ -1,0 +1,83 @@
+"""What every benchmark report records about its own run: command, git revision, machine, load before/after.
+
+A report is regenerated from its JSON, so these facts travel in the JSON, never in text written at render time.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def git_revision() -> str:
+    """Short revision of the checkout the code runs from ("unknown" outside a git checkout)."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        )
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def command_line(*words: str) -> str:
+    """The invocation as a user would type it: the given command words plus this process's options."""
+    argv = sys.argv[1:]
+    opts = argv[next((i for i, a in enumerate(argv) if a.startswith("-")), len(argv)) :]
+    return " ".join(["adaptstream", *words, *opts])
+
+
+def start_meta(*words: str, **config: Any) -> dict[str, Any]:
+    return {
+        "command": command_line(*words),
+        "git": git_revision(),
+        "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
+        "load_before": list(os.getloadavg()),
+        "started": time.time(),
+        "loads": [],
+        **config,
+    }
+
+
+def sample_load(meta: dict[str, Any]) -> None:
+    """Record the 1-minute load average now (called between measurements)."""
+    meta["loads"].append(os.getloadavg()[0])
+
+
+def finish_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    loads = meta["loads"] or [os.getloadavg()[0]]
+    meta.update(
+        load_after=list(os.getloadavg()),
+        finished=time.time(),
+        load_mean=sum(loads) / len(loads),
+        load_max=max(loads),
+    )
+    return meta
+
+
+def describe(meta: dict[str, Any]) -> str:
+    """One Markdown paragraph naming the run a report comes from."""
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(meta["started"]))
+    m = meta["machine"]
+    text = (
+        f"Command: `{meta['command']}` (git {meta['git']}, {when}). Machine: {m['host']}, {m['cpus']} cores, "
+        f"Python {m['python']}"
+    )
+    if "master" in meta:
+        text += f", Spark master {meta['master']}"
+    text += f". 1-minute load average {meta['load_before'][0]:.2f} before"
+    if "load_after" in meta:
+        text += (
+            f", {meta['load_after'][0]:.2f} after, mean {meta['load_mean']:.2f} / max {meta['load_max']:.2f} "
+            f"between measurements; wall time {(meta['finished'] - meta['started']) / 60:.1f} min"
+        )
+    else:
+        text += " (the run did not finish: partial results)"
+    return text + ".\n"

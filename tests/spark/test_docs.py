@@ -3,7 +3,8 @@
 Commands run in this process through ``adaptstream.cli.main`` on the shared SparkSession, the commands of one block
 in order, with sizes shrunk (``--duration``/``--rate`` appended: click keeps the last value) and placeholders (DIR,
 RUN) bound to tiny inputs, inside ``tmp_path`` so relative paths (runs/, data/) never touch the checkout. Inline
-``adaptstream ...`` commands in the prose are checked to name real commands and options.
+``adaptstream ...`` commands in the prose are checked to name real commands and options. Blocks fenced ``sh``
+need a standalone cluster (scripts/cluster.sh) and are left to the cluster tier's own tests.
 """
 
 from __future__ import annotations

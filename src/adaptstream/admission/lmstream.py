@@ -26,9 +26,9 @@ warmup_batches=0`` is the paper's rule exactly.
 * **A margin that adapts to the estimation error** (``margin="auto"``). Sliding windows have a hard bound
   (Eq. 2): a batch admitted at EstMaxLat = slide - margin misses it exactly when Proc_actual - Proc_estimated
   exceeds the margin, so the margin is the *largest* recent error: the last ``history`` errors of past estimates
-  and the residuals of the current fit on the batches it was fitted to (floored at 0). Until ``MIN_ERRORS``
-  estimates have been checked it is at least ``margin_prior`` x slide: early in a run there is no error record,
-  and a zero margin there let one noisy batch of a 20 s run break the bound. Tumbling windows have a soft target
+  and the residuals of the current fit on the batches it was fitted to, and at least ``margin_floor`` x slide.
+  Without the floor, a margin learned from a few accurate batches (0.05 s) let the next 0.2 s of noise break the
+  bound, and early in a run there is no error record at all. Tumbling windows have a soft target
   (Eq. 3, the running mean of MaxLat) that a large margin would drag down batch after batch, so there the margin
   is the 90th percentile of the past estimates' errors. Both shrink again when estimates are good. A number
   gives a fixed margin in seconds.
@@ -53,7 +53,6 @@ from adaptstream.errors import ConfigError
 from adaptstream.policy import finite_or_none
 
 ESTIMATORS = ("regression", "avgthput")
-MIN_ERRORS = 4  # checked estimates before the margin rests on the error record alone
 
 
 @dataclass(frozen=True)
@@ -65,7 +64,7 @@ class LMStreamConfig:
     warmup_batches: int = 1  # first completed batches not learned from (0 = the paper's Eq. 4 exactly)
     estimator: str = "regression"  # Proc(rows): "regression" (a + b*rows, recent batches) or "avgthput" (Eq. 6)
     lookahead: bool = True  # decide for the next poll and the next batch (False: the paper's rule)
-    margin_prior: float = 0.1  # sliding, margin="auto": at least this x slide until MIN_ERRORS errors are known
+    margin_floor: float = 0.1  # sliding windows, margin="auto": the margin is at least this x slide
 
     def build(self) -> LMStreamPolicy:
         if self.slide < 0:
@@ -74,8 +73,8 @@ class LMStreamConfig:
         if not (self.margin == "auto" or (isinstance(self.margin, int | float) and self.margin >= 0)):
             msg = f"lmstream margin must be 'auto' or a non-negative number of seconds, got {self.margin!r}"
             raise ConfigError(msg)
-        if not 0 <= self.margin_prior < 1:
-            msg = f"lmstream margin_prior must be a fraction of the slide in [0, 1), got {self.margin_prior!r}"
+        if not 0 <= self.margin_floor < 1:
+            msg = f"lmstream margin_floor must be a fraction of the slide in [0, 1), got {self.margin_floor!r}"
             raise ConfigError(msg)
         if self.history < 2 or self.warmup_batches < 0 or self.poll_interval < 0:
             msg = (
@@ -181,10 +180,7 @@ class LMStreamPolicy(AdmissionPolicy):
         model = self.proc_model()
         if model is not None:
             errs += [p - (model[0] + model[1] * r) for r, p in self._obs]
-        err = max(errs, default=0.0)
-        if len(self._proc_errors) < MIN_ERRORS:
-            err = max(err, self.config.margin_prior * self.config.slide)
-        return max(err, 0.0)
+        return max(max(errs, default=0.0), self.config.margin_floor * self.config.slide)
 
     def decision_gap(self) -> float:
         """How late the next chance to admit comes if the policy does not admit now: after the first poll that

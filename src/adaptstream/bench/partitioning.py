@@ -10,16 +10,16 @@ Reports (Markdown + PNG, with date and machine) go where they are told.
 
 from __future__ import annotations
 
-import datetime as _dt
-import os
-import platform
+import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from adaptstream.bench.meta import describe, finish_meta, sample_load, start_meta
 from adaptstream.partitioning import MAIN_NAMES, build_partitioner, key_hash
 from adaptstream.partitioning.metrics import batch_report
 from adaptstream.workloads.partition_workloads import (
@@ -30,19 +30,6 @@ from adaptstream.workloads.partition_workloads import (
 )
 
 RESULTS = Path("docs/results")
-
-
-def machine() -> str:
-    return f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()})"
-
-
-def header(title: str, command: str) -> str:
-    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
-    return (
-        f"# {title}\n\nDate: {now}. Machine: {machine()}; load average at the start {load} (other processes "
-        f"share the 2 cores).\nCommand: `{command}`.\n\n"
-    )
 
 
 def md_table(df: pd.DataFrame, floatfmt: str = "{:.3g}") -> str:
@@ -73,6 +60,7 @@ def dataset_keys(rows: int, seed: int = 0) -> dict[str, np.ndarray]:
 def bench_metrics(
     rows: int = 200_000, num_blocks: int = 8, names: Sequence[str] = MAIN_NAMES, out_dir: Path = RESULTS
 ) -> Path:
+    meta = start_meta("partitioning", "bench", "metrics")
     warm_partitioners(names)
     recs = []
     for ds, keys in dataset_keys(rows).items():
@@ -94,15 +82,18 @@ def bench_metrics(
                     "distinct": r["distinct_keys"],
                 }
             )
-    df = pd.DataFrame(recs)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    png = out_dir / "partitioning_metrics.png"
-    _plot_metrics(df, png)
-    md = out_dir / "partitioning_metrics.md"
-    text = header(
-        "Partitioning metrics (Prompt Fig. 10)",
-        f"adaptstream partitioning bench metrics --rows {rows} --blocks {num_blocks}",
+    return write_json(
+        {"bench": "metrics", "meta": meta, "config": {"rows": rows, "blocks": num_blocks}, "records": recs},
+        out_dir / "partitioning_metrics.json",
     )
+
+
+def render_metrics(data: dict[str, Any], md: Path) -> Path:
+    df = pd.DataFrame(data["records"])
+    rows, num_blocks = data["config"]["rows"], data["config"]["blocks"]
+    png = md.with_suffix(".png")
+    _plot_metrics(df, png)
+    text = "# Partitioning metrics (Prompt Fig. 10)\n\n" + describe(data["meta"]) + "\n"
     text += (
         f"{rows} rows per dataset, {num_blocks} blocks, one batch. BSI relative to hash and BCI relative "
         "to shuffle, as Prompt Sec. 7.2 reports them (0 = balanced; a reference below 1 counts as 1, "
@@ -110,7 +101,7 @@ def bench_metrics(
         "TPC-H where every block holds nearly every group). SynD draws from 1e6 possible keys. "
         "Pure Python, exact metrics over the planned blocks.\n\n"
     )
-    text += _targets_metrics(df) + "\n![metrics](partitioning_metrics.png)\n\n" + md_table(df)
+    text += _targets_metrics(df) + f"\n![metrics]({png.name})\n\n" + md_table(df)
     md.write_text(text)
     return md
 
@@ -155,6 +146,7 @@ def _plot_metrics(df: pd.DataFrame, png: Path) -> None:
 # ----------------------------------------------------------------------------------------- (b)
 def bench_cost(rows: int = 1_000_000, blocks: Sequence[int] = (8, 16, 32), out_dir: Path = RESULTS) -> Path:
     names = [*MAIN_NAMES, "cm-hll", "am-hll", "cam-hll", "lm-hll"]
+    meta = start_meta("partitioning", "bench", "cost")
     warm_partitioners(names)
     keys = zipf_keys(rows, 1.0, 1_000_000, seed=1)  # DEBS-Q1-like: many distinct keys (holistic Sec. 6.3)
     recs = []
@@ -167,23 +159,27 @@ def bench_cost(rows: int = 1_000_000, blocks: Sequence[int] = (8, 16, 32), out_d
             recs.append(
                 {"blocks": p, "partitioner": n, "us/tuple": dt / rows * 1e6, "memory MB": part.memory_bytes() / 1e6}
             )
-    df = pd.DataFrame(recs)
     prompt = _prompt_cut_costs(keys, 8)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    _plot_cost(df, out_dir / "partitioning_cost.png")
-    md = out_dir / "partitioning_cost.md"
-    text = header(
-        "Partitioner cost per tuple and memory (holistic Table 4, Fig. 13; Prompt Fig. 14b)",
-        f"adaptstream partitioning bench cost --rows {rows}",
-    )
+    sample_load(meta)
+    cfg = {"rows": rows, "blocks": list(blocks), "distinct": len(np.unique(keys))}
+    data = {"bench": "cost", "meta": meta, "config": cfg, "records": recs, "prompt": prompt.to_dict("records")}
+    return write_json(data, out_dir / "partitioning_cost.json")
+
+
+def render_cost(data: dict[str, Any], md: Path) -> Path:
+    df, prompt, cfg = pd.DataFrame(data["records"]), pd.DataFrame(data["prompt"]), data["config"]
+    png = md.with_suffix(".png")
+    _plot_cost(df, png)
+    title = "# Partitioner cost per tuple and memory (holistic Table 4, Fig. 13; Prompt Fig. 14b)\n\n"
+    text = title + describe(data["meta"]) + "\n"
     worst = df["us/tuple"].max()
     text += (
-        f"{rows} SynD tuples (z=1.0, 1e6 possible keys, {len(np.unique(keys))} distinct) in one batch. "
+        f"{cfg['rows']} SynD tuples (z=1.0, 1e6 possible keys, {cfg['distinct']} distinct) in one batch. "
         "Time = assign() wall time / rows (numba kernels, compiled before timing). Memory = bytes held by "
         "the partitioner's statistics after the batch (exact: key->block-bitmask table; HLL: 2^12 "
-        "one-byte registers per block). Target <= 2 us/tuple: "
-        f"{'met' if worst <= 2 else 'MISSED'} (worst {worst:.3f} us/tuple).\n\n"
-        "![cost](partitioning_cost.png)\n\n"
+        "one-byte registers per block).\n\nTarget (rule: every partitioner's assign() <= 2 us/tuple): "
+        f"**{'met' if worst <= 2 else 'missed'}** (worst {worst:.3f} us/tuple).\n\n"
+        f"![cost]({png.name})\n\n"
     )
     text += md_table(
         df.pivot(index="partitioner", columns="blocks", values="us/tuple")
@@ -204,6 +200,30 @@ def bench_cost(rows: int = 1_000_000, blocks: Sequence[int] = (8, 16, 32), out_d
     )
     md.write_text(text)
     return md
+
+
+def write_json(data: dict[str, Any], json_path: Path, finished: bool = True) -> Path:
+    """JSON first (the run's record), then the Markdown and PNG rendered from it alone; a partial write (a long
+    run's progress) leaves the meta unfinished, and the report says so."""
+    if finished:
+        finish_meta(data["meta"])
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(data, indent=1, default=float))
+    return render(json_path)
+
+
+def render(json_path: Path) -> Path:
+    """Re-render any partitioning report from its JSON (``--report-only``)."""
+    from adaptstream.bench import partitioning_spark_report as spark_report
+
+    data = json.loads(json_path.read_text())
+    renderers = {
+        "metrics": render_metrics,
+        "cost": render_cost,
+        "rate": spark_report.write_rate,
+        "blocks": spark_report.write_blocks,
+    }
+    return renderers[data["bench"]](data, json_path.with_suffix(".md"))
 
 
 def _prompt_cut_costs(keys: np.ndarray, p: int) -> pd.DataFrame:

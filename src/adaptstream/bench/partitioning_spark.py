@@ -10,7 +10,6 @@ writes `<name>_cluster.*` beside the local report.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,9 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from adaptstream.bench import partitioning_spark_report as report
-from adaptstream.bench.meta import finish_meta, sample_load, start_meta
-from adaptstream.bench.partitioning import warm_partitioners
+from adaptstream.bench.meta import sample_load, start_meta
+from adaptstream.bench.partitioning import warm_partitioners, write_json
 from adaptstream.partitioning import build_partitioner, key_hash
 from adaptstream.partitioning.metrics import batch_report
 from adaptstream.workloads.partition_workloads import get_workload, synd, to_arrow
@@ -101,7 +99,7 @@ def bench_rate(
 ) -> Path:
     cfg = {"names": list(names), "blocks": num_blocks, "steps": steps, "lo": lo, "hi": hi, "z_interval": 1.0}
     meta = start_meta("partitioning", "bench", "rate", master=master)
-    data: dict[str, Any] = {"meta": meta, "config": cfg, "max": [], "probes": []}
+    data: dict[str, Any] = {"bench": "rate", "meta": meta, "config": cfg, "max": [], "probes": []}
     spark = _spark(master)
     warm_partitioners(names)
     w = get_workload("synd-wordcount")
@@ -114,9 +112,8 @@ def bench_rate(
             best, pr = sustainable_rate(spark, n, interval, z, cfg, meta)
             data["max"].append({"interval_s": interval, "z": z, "partitioner": n, "max_rate": best})
             data["probes"] += [{"interval_s": interval, "z": z, "partitioner": n, **p} for p in pr]
-            write(data, out)
-    finish_meta(meta)
-    return write(data, out)
+            write_json(data, out, finished=False)
+    return write_json(data, out)
 
 
 def bench_blocks(
@@ -130,7 +127,7 @@ def bench_blocks(
 ) -> Path:
     cfg = {"rows": rows, "repeats": repeats, "blocks": list(blocks), "names": list(names)}
     meta = start_meta("partitioning", "bench", "blocks", master=master)
-    data: dict[str, Any] = {"meta": meta, "config": cfg, "records": []}
+    data: dict[str, Any] = {"bench": "blocks", "meta": meta, "config": cfg, "records": []}
     spark = _spark(master)
     warm_partitioners(names)
     out = out_dir / f"{stem('blocks', master)}.json"
@@ -158,20 +155,5 @@ def bench_blocks(
                     }
                 )
             print(f"  blocks: {wl} P={p} done", flush=True)
-        write(data, out)
-    finish_meta(meta)
-    return write(data, out)
-
-
-def write(data: dict[str, Any], json_path: Path) -> Path:
-    """JSON first, then the Markdown and PNG rendered from it."""
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps(data, indent=1, default=float))
-    return render(json_path)
-
-
-def render(json_path: Path) -> Path:
-    data = json.loads(json_path.read_text())
-    if "probes" in data:
-        return report.write_rate(data, json_path.with_suffix(".md"))
-    return report.write_blocks(data, json_path.with_suffix(".md"))
+        write_json(data, out, finished=False)
+    return write_json(data, out)

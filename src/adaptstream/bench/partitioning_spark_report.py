@@ -92,7 +92,7 @@ def blocks_targets(df: pd.DataFrame) -> list[dict[str, Any]]:
         if not am or not pk or not r.get("hash", 0):
             out.append({"blocks": int(p), "verdict": "n/a"})
             continue
-        row = {"blocks": int(p), "vs_hash": am / float(r["hash"]), "vs_pk": am / pk}
+        row: dict[str, Any] = {"blocks": int(p), "vs_hash": am / float(r["hash"]), "vs_pk": am / pk}
         row["verdict"] = "met" if row["vs_hash"] >= 1.3 and row["vs_pk"] >= 3 else "missed"
         out.append(row)
     return out

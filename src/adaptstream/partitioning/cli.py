@@ -47,25 +47,6 @@ def list_command() -> None:
         typer.echo(f"{name:9s} {params or '-'}\n          {doc}")
 
 
-@bench_app.command("metrics")
-def metrics_command(rows: int = 200_000, blocks: int = 8, out: OutDir = None, update_docs: UpdateDocs = False) -> None:
-    """(a) Prompt Fig 10: BSI/hash, BCI/shuffle, KSR, Gamma on SynD z-sweep, TPC-H, DEBS, GCM (no Spark)."""
-    from adaptstream.bench.partitioning import bench_metrics
-
-    typer.echo(bench_metrics(rows=rows, num_blocks=blocks, out_dir=_out("metrics", out, update_docs)))
-
-
-@bench_app.command("cost")
-def cost_command(
-    rows: int = 1_000_000, blocks: str = "8,16,32", out: OutDir = None, update_docs: UpdateDocs = False
-) -> None:
-    """(b) cost per tuple and memory, exact vs HyperLogLog; Prompt's work at the cut."""
-    from adaptstream.bench.partitioning import bench_cost
-
-    out_dir = _out("cost", out, update_docs)
-    typer.echo(bench_cost(rows=rows, blocks=[int(b) for b in _csv(blocks)], out_dir=out_dir))
-
-
 Master = Annotated[
     str, typer.Option("--master", help="Spark master: local[N], or a standalone cluster's spark://HOST:PORT")
 ]
@@ -74,8 +55,10 @@ ReportOnly = Annotated[
 ]
 
 
-def _spark_bench(bench: str, out: Path | None, update_docs: bool, master: str, report_only: bool, run) -> None:
-    from adaptstream.bench.partitioning_spark import render, stem
+def _bench(bench: str, out: Path | None, update_docs: bool, master: str, report_only: bool, run) -> None:
+    """Run a benchmark into its report directory, or with --report-only re-render the report from its JSON."""
+    from adaptstream.bench.partitioning import render
+    from adaptstream.bench.partitioning_spark import stem
     from adaptstream.errors import ConfigError
 
     out_dir = _out(bench, out, update_docs)
@@ -86,6 +69,48 @@ def _spark_bench(bench: str, out: Path | None, update_docs: bool, master: str, r
         typer.echo(render(path))
         return
     typer.echo(run(out_dir))
+
+
+@bench_app.command("metrics")
+def metrics_command(
+    rows: int = 200_000,
+    blocks: int = 8,
+    out: OutDir = None,
+    update_docs: UpdateDocs = False,
+    report_only: ReportOnly = False,
+) -> None:
+    """(a) Prompt Fig 10: BSI/hash, BCI/shuffle, KSR, Gamma on SynD z-sweep, TPC-H, DEBS, GCM (no Spark)."""
+    from adaptstream.bench.partitioning import bench_metrics
+
+    _bench(
+        "metrics",
+        out,
+        update_docs,
+        "local",
+        report_only,
+        lambda out_dir: bench_metrics(rows=rows, num_blocks=blocks, out_dir=out_dir),
+    )
+
+
+@bench_app.command("cost")
+def cost_command(
+    rows: int = 1_000_000,
+    blocks: str = "8,16,32",
+    out: OutDir = None,
+    update_docs: UpdateDocs = False,
+    report_only: ReportOnly = False,
+) -> None:
+    """(b) cost per tuple and memory, exact vs HyperLogLog; Prompt's work at the cut."""
+    from adaptstream.bench.partitioning import bench_cost
+
+    _bench(
+        "cost",
+        out,
+        update_docs,
+        "local",
+        report_only,
+        lambda out_dir: bench_cost(rows=rows, blocks=[int(b) for b in _csv(blocks)], out_dir=out_dir),
+    )
 
 
 @bench_app.command("rate")
@@ -105,7 +130,7 @@ def rate_command(
     """(c) Prompt Fig 11: highest sustainable rate per partitioner with real Spark (bounded search)."""
     from adaptstream.bench.partitioning_spark import bench_rate
 
-    _spark_bench(
+    _bench(
         "rate",
         out,
         update_docs,
@@ -140,7 +165,7 @@ def blocks_command(
     """(d) holistic Fig 5-7: Spark throughput vs number of blocks, aggregation load Gamma/|S|."""
     from adaptstream.bench.partitioning_spark import bench_blocks
 
-    _spark_bench(
+    _bench(
         "blocks",
         out,
         update_docs,

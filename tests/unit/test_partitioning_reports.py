@@ -1,4 +1,4 @@
-"""The Spark-timed partitioning reports are rendered from their JSON alone, with verdicts computed by the rule."""
+"""Partitioning reports are rendered from their JSON alone, with verdicts computed by the rule written beside them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import json
 import pytest
 
 from adaptstream.bench.meta import finish_meta, sample_load, start_meta
-from adaptstream.bench.partitioning_spark import render, stem
+from adaptstream.bench.partitioning import render
+from adaptstream.bench.partitioning_spark import stem
 from adaptstream.bench.partitioning_spark_report import blocks_targets, rate_targets
 
 
@@ -27,6 +28,7 @@ def _rate_data(prompt: float, time_: float, hash_: float) -> dict:
     ]
     probes = [{"interval_s": 2.0, "z": 1.0, "partitioner": "prompt", "rate": prompt, "sustainable": True}]
     return {
+        "bench": "rate",
         "meta": _meta(),
         "config": {"names": ["prompt", "time", "hash"], "blocks": 2, "steps": 4, "lo": 2e4, "hi": 2e6},
         "max": rows,
@@ -80,3 +82,13 @@ def test_report_is_rendered_from_json_only(tmp_path):
     assert (tmp_path / "partitioning_rate_cluster.png").stat().st_size > 0
     assert "prompt/time = 4.00, prompt/best other = 1.33: **met**" in text
     assert "load average" in text and "git " in text and "local[2]" in text
+
+
+def test_pure_benchmarks_record_their_run_and_rerender_identically(tmp_path):
+    from adaptstream.bench.partitioning import bench_cost, bench_metrics
+
+    for md in (bench_metrics(rows=2000, num_blocks=4, out_dir=tmp_path), bench_cost(2000, [4], out_dir=tmp_path)):
+        data = json.loads(md.with_suffix(".json").read_text())
+        assert data["meta"]["git"] and "load_after" in data["meta"] and data["records"]
+        first = md.read_text()
+        assert render(md.with_suffix(".json")).read_text() == first

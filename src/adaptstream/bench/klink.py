@@ -178,7 +178,6 @@ def klink_command(
     from adaptstream.outdirs import report_dir
     from adaptstream.scheduling import SCHEDULERS
     from adaptstream.spark.session import build_spark
-
     from adaptstream.workloads import GENERATORS, WORKLOADS
 
     pols = [p.strip() for p in policies.split(",") if p.strip()]

@@ -213,9 +213,7 @@ def write_report(result: dict, out: Path) -> Path:
             "mode instead of the default 0.5):",
             "",
         ]
-        lines += [
-            f"- {p} at N={q}: " + ", ".join(f"{k} {v:.3g}" for k, v in sorted(d.items())) for p, q, d in sel[:4]
-        ]
+        lines += [f"- {p} at N={q}: " + ", ".join(f"{k} {v:.3g}" for k, v in sorted(d.items())) for p, q, d in sel[:4]]
     failed = [r for r in result["runs"] if r.get("error")]
     if failed:
         lines += ["", "Runs that failed (recorded, not retried):", ""]

@@ -184,6 +184,9 @@ class _DebsWorkload(Workload):
     def output_columns(self) -> tuple[str, ...]:
         return ("window_start", "window_end", *self.groups, *(a for _, a in self.aggs))
 
+    def event_seconds(self) -> float:
+        return 0.001  # event_time is in milliseconds
+
 
 _DEBS: dict[str, Any] = {
     "generator": "debs_rides",

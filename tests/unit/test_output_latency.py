@@ -81,3 +81,18 @@ def test_no_clock_no_latency(tmp_path):
         "p99_s": None,
         "clock": None,
     }
+
+
+def test_drained_generator_run_windows_past_the_data_count_from_the_end_of_input_marker(tmp_path):
+    origin = 1_700_000_000.0
+    (tmp_path / "input").mkdir()
+    first = tmp_path / "input" / "00000000.csv"
+    first.write_text("")
+    os.utime(first, (origin + 1, origin + 1))
+    _run_json(tmp_path, "CM1S")
+    (tmp_path / "metrics" / "source").mkdir(parents=True)
+    manifest = Manifest(str(tmp_path / "metrics" / "source" / "manifest.jsonl"))
+    manifest.append([(str(first), origin + 1, 0, False), (str(tmp_path / "sentinel.csv"), origin + 20.5, 0, True)])
+    # 60 s sliding windows ending at 10 (a real watermark) and at 70 (past 20 s of data: the marker closed it)
+    _result(tmp_path, 2, [10, 70], origin + 21.0)
+    assert sorted(window_latencies(str(tmp_path))) == pytest.approx([0.5, 11.0])

@@ -10,6 +10,8 @@ time:
 * ``generator`` (generated input): the clock of the generator that produced the run's input (dataset ``k``, i.e.
   event second ``k``, is due at ``origin + k + 1``), so ``wall(end) = origin + end``. It includes the watermark
   delay, as Klink's does (a watermark of time ``end`` exists once events up to ``end + delay`` were generated).
+  In a drained run, windows reaching past the generated data (the last sliding windows) are closed by the
+  end-of-input marker: their ``wall(end)`` is the marker's arrival when that is earlier.
 * ``ingestion`` (``--input`` files, which carry no generator clock): ``wall(end)`` is the arrival at the
   connector of the first dataset holding an event at or past ``end`` (datasets in manifest order, event times
   read back from the input files); windows that only the end-of-input marker closes take the marker's arrival.
@@ -47,23 +49,34 @@ def _workload(run_dir: str):
         return WORKLOADS.get(json.load(f)["spec"]["workload"])
 
 
+def _manifest(run_dir: str) -> list[dict]:
+    import json
+
+    path = os.path.join(run_dir, "metrics", "source", "manifest.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def end_marker_arrival(run_dir: str) -> float | None:
+    """When the end-of-input marker (``--drain``) reached the connector, or None."""
+    return next((float(r["arrival"]) for r in _manifest(run_dir) if r.get("sentinel")), None)
+
+
 def ingestion_clock(run_dir: str) -> Callable[[np.ndarray], np.ndarray] | None:
     """``wall(end)`` for a run on input files: the arrival of the first dataset holding event time >= ``end``
     (absolute seconds, as in the results). None when the run has no files manifest (or a Redis input)."""
-    import json
-
     import pyarrow.csv as pacsv
 
-    manifest = os.path.join(run_dir, "metrics", "source", "manifest.jsonl")
-    if not os.path.exists(manifest) or not os.path.exists(os.path.join(run_dir, "run.json")):
+    refs = _manifest(run_dir)
+    if not refs or not os.path.exists(os.path.join(run_dir, "run.json")):
         return None
     from adaptstream.workloads import GENERATORS
 
     workload = _workload(run_dir)
     gen = GENERATORS.get(workload.generator)().build()
     col, scale = workload.event_time_column, workload.event_seconds()
-    with open(manifest) as f:
-        refs = [json.loads(line) for line in f if line.strip()]
     newest, arrivals, end_marker = [], [], None
     for ref in refs:
         if ref.get("sentinel"):
@@ -98,7 +111,9 @@ def event_clock(run_dir: str) -> tuple[str, Callable[[np.ndarray], np.ndarray]] 
     """The clock mapping absolute event seconds to wall time for this run, with its name (module docstring)."""
     origin = generator_origin(run_dir)
     if origin is not None:
-        return "generator", lambda ends: origin + (ends - RUN_EPOCH_S)
+        marker = end_marker_arrival(run_dir)  # a drained run: windows past the data close with the marker
+        cap = np.inf if marker is None else marker
+        return "generator", lambda ends: np.minimum(origin + (ends - RUN_EPOCH_S), cap)
     wall = ingestion_clock(run_dir)
     return None if wall is None else ("ingestion", wall)
 

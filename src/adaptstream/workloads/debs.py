@@ -109,7 +109,7 @@ class DebsGenerator(DatasetGenerator):
             return None
         idx = (self.offset + start + np.arange(n_rows, dtype=np.int64)) % self.rides.num_rows
         table = self.rides.take(pa.array(idx))
-        rng = self.rng(second)
+        rng = np.random.default_rng([self.seed, second, 2015])  # not the YSB generator's draws for the same seed
         arrival = second + rng.uniform(0.0, 1.0, n_rows)
         tau = np.maximum(arrival - rng.uniform(0.0, self.config.max_delay, n_rows), 0.0)
         ms = np.floor(tau * 1000).astype(np.int64)

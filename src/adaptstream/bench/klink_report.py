@@ -201,8 +201,8 @@ def write_report(result: dict, out: Path) -> Path:
             f"{_f(r['cpu_ms_per_decision'], '{:.3f}')} | {_f(r['cpu_ms_per_request'], '{:.3f}')} | "
             f"{_f(r['rows_per_s'], '{:.0f}')} | {_f(r['unfinished'], '{}')} |"
         )
-    sel = [
-        (r["policy"], r["queries"], (r.get("controller") or {}).get("selectivity"))
+    sel: list[tuple[str, int, dict[str, float]]] = [
+        (r["policy"], r["queries"], (r.get("controller") or {})["selectivity"])
         for r in result["runs"]
         if (r.get("controller") or {}).get("selectivity")
     ]

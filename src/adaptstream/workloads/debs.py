@@ -36,8 +36,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
 
 SAMPLE = "debs_frequent_route_compact_ride_10000.csv"
-SAMPLE_COLUMNS = ("medallion", "distance", "dropoff_epoch", "pickup_x", "pickup_y", "dropoff_x", "dropoff_y")
-SAMPLE_COLUMNS += ("fare", "tip")
+SAMPLE_COLUMNS: tuple[str, ...] = ("medallion", "distance", "dropoff_epoch", "pickup_x", "pickup_y", "dropoff_x")
+SAMPLE_COLUMNS += ("dropoff_y", "fare", "tip")
 COLUMNS: tuple[tuple[str, pa.DataType, str], ...] = (
     ("medallion", pa.string(), "STRING"),
     ("distance", pa.float64(), "DOUBLE"),

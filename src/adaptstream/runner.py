@@ -67,22 +67,26 @@ def _count_lines(path: str) -> int:
     if not os.path.exists(path):
         return 0
     with open(path, "rb") as f:
-        return sum(1 for _ in f)
+        return f.read().count(b"\n")  # a line still being written is not counted yet
+
+
+def _complete_lines(path: str) -> list[bytes]:
+    """The newline-terminated lines of a JSON-lines file another process is appending to: a line still being
+    written (no newline yet) is left for the next read, never parsed half-written."""
+    if not os.path.exists(path):
+        return []
+    with open(path, "rb") as f:
+        data = f.read()
+    return [line for line in data[: data.rfind(b"\n") + 1].splitlines() if line.strip()]
 
 
 def _last_is_sentinel(manifest: str) -> bool:
-    if not os.path.exists(manifest):
-        return False
-    with open(manifest, "rb") as f:
-        lines = f.read().splitlines()
+    lines = _complete_lines(manifest)
     return bool(lines) and bool(json.loads(lines[-1]).get("sentinel"))
 
 
 def _read_jsonl(path: str) -> list[dict]:
-    if not os.path.exists(path):
-        return []
-    with open(path, "rb") as f:
-        return [json.loads(line) for line in f.read().splitlines() if line.strip()]
+    return [json.loads(line) for line in _complete_lines(path)]
 
 
 def progress_snapshot(metrics_dir: str, warmup: float = 0.0) -> dict:

@@ -149,6 +149,10 @@ def run_multi(
                 if on_progress is not None:
                     on_progress(name, snap)
 
+            def output(_batch_id: int, rows: int) -> None:  # measured selectivity for the scheduler
+                if controller is not None:
+                    controller.report_output(name, rows)
+
             results[name] = run_workload_retrying(
                 spark,
                 spec,
@@ -156,6 +160,7 @@ def run_multi(
                 on_progress=progress,
                 extra_options=extra,
                 query_name=f"{name}_{ms.scheduler}",
+                on_output=output,
             )
         except BaseException as e:  # reported by the caller's thread
             alive[name].set()

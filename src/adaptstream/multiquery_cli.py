@@ -70,7 +70,7 @@ def run_several(
         if lat["windows"]:
             console.print(
                 f"{name}: output latency mean {lat['mean_s']:.2f} s, p99 {lat['p99_s']:.2f} s over "
-                f"{lat['windows']} window results"
+                f"{lat['windows']} window results ({lat['clock']} clock, docs/klink.md)"
             )
     console.print(
         f"run directory: [bold]{run_dir}[/] (one folder per workload: {', '.join(names)}; multi.json, spark.log)"

@@ -67,22 +67,26 @@ def _count_lines(path: str) -> int:
     if not os.path.exists(path):
         return 0
     with open(path, "rb") as f:
-        return sum(1 for _ in f)
+        return f.read().count(b"\n")  # a line still being written is not counted yet
+
+
+def _complete_lines(path: str) -> list[bytes]:
+    """The newline-terminated lines of a JSON-lines file another process is appending to: a line still being
+    written (no newline yet) is left for the next read, never parsed half-written."""
+    if not os.path.exists(path):
+        return []
+    with open(path, "rb") as f:
+        data = f.read()
+    return [line for line in data[: data.rfind(b"\n") + 1].splitlines() if line.strip()]
 
 
 def _last_is_sentinel(manifest: str) -> bool:
-    if not os.path.exists(manifest):
-        return False
-    with open(manifest, "rb") as f:
-        lines = f.read().splitlines()
+    lines = _complete_lines(manifest)
     return bool(lines) and bool(json.loads(lines[-1]).get("sentinel"))
 
 
 def _read_jsonl(path: str) -> list[dict]:
-    if not os.path.exists(path):
-        return []
-    with open(path, "rb") as f:
-        return [json.loads(line) for line in f.read().splitlines() if line.strip()]
+    return [json.loads(line) for line in _complete_lines(path)]
 
 
 def progress_snapshot(metrics_dir: str, warmup: float = 0.0) -> dict:
@@ -251,11 +255,14 @@ def run_workload(
     fresh: bool = True,
     extra_options: dict[str, str] | None = None,
     query_name: str | None = None,
+    on_output: Callable[[int, int], None] | None = None,
 ) -> RunResult:
     """Start the query, wait until the input is done and every dataset's batch completed, stop, summarise.
 
     ``extra_options`` are added to the source's options (the multi-query runner passes the controller's);
-    ``query_name`` replaces the default ``<workload>_<admission>`` (active queries need distinct names)."""
+    ``query_name`` replaces the default ``<workload>_<admission>`` (active queries need distinct names);
+    ``on_output(batch_id, rows_out)`` hears how many result rows each micro-batch wrote (also recorded in
+    ``metrics/outputs.jsonl``; the multi-query runner feeds it to the scheduler as measured selectivity)."""
     from adaptstream.metrics.summary import summarize
     from adaptstream.workloads import GENERATORS, WORKLOADS
 
@@ -315,10 +322,17 @@ def run_workload(
     else:
         out = workload.stream_query(reader.load())
 
+        outputs = os.path.join(run_dir, "metrics", "outputs.jsonl")
+
         def write_batch(batch_df, batch_id: int) -> None:
-            workload.finalize_batch(batch_df).write.mode("overwrite").parquet(
-                os.path.join(results, f"batch_id={batch_id}")
-            )
+            folder = os.path.join(results, f"batch_id={batch_id}")
+            workload.finalize_batch(batch_df).write.mode("overwrite").parquet(folder)
+            rows_out = parquet_rows(folder)  # from the files' footers: no second Spark job
+            os.makedirs(os.path.dirname(outputs), exist_ok=True)
+            with open(outputs, "a") as f:
+                f.write(json.dumps({"batch_id": batch_id, "rows_out": rows_out, "written": time.time()}) + "\n")
+            if on_output is not None:
+                on_output(batch_id, rows_out)
 
         sink = write_batch
 
@@ -356,6 +370,16 @@ def run_workload(
             indent=2,
         )
     return result
+
+
+def parquet_rows(folder: str) -> int:
+    """Rows in the Parquet files of ``folder``, read from their footers."""
+    import pyarrow.parquet as pq
+
+    if not os.path.isdir(folder):
+        return 0
+    names = [n for n in os.listdir(folder) if n.endswith(".parquet")]
+    return sum(pq.ParquetFile(os.path.join(folder, n)).metadata.num_rows for n in names)
 
 
 def _error_classes() -> dict[str, type[AdaptstreamError]]:

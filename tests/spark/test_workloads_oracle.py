@@ -1,4 +1,5 @@
-"""Every LMStream workload: the streaming result (append mode, several micro-batches) equals its batch SQL oracle.
+"""Every LMStream workload and the DEBS 2015 taxi windows: the streaming result (append mode, several
+micro-batches) equals its batch SQL oracle.
 
 Input: a few dozen one-second datasets written by the workload's generator plus the end-of-stream sentinel,
 streamed through ``format("adaptstream")`` (files connector, at most 10 datasets per micro-batch, admission
@@ -19,6 +20,7 @@ pytestmark = pytest.mark.spark
 INPUTS = {  # generator -> (seconds, rows per second)
     "linear_road": (25, 120),
     "task_events": (55, 400),  # 22,000 rows: the 20,000-row trace replay, then fitted rows
+    "debs_rides": (35, 300),  # 10,500 rows: the 10,000-ride sample wraps around
 }
 
 
@@ -67,7 +69,7 @@ def adaptstream_factory(spark, workload, input_dir: str, metrics_dir: str, admis
     return make
 
 
-@pytest.mark.parametrize("name", ["LR1S", "LR1T", "LR2S", "CM1S", "CM1T", "CM2S"])
+@pytest.mark.parametrize("name", ["LR1S", "LR1T", "LR2S", "CM1S", "CM1T", "CM2S", "DEBS", "DEBSP"])
 def test_stream_equals_batch_oracle(spark, inputs, tmp_path, name: str) -> None:
     w = WORKLOADS.get(name)
     src = inputs[w.generator]

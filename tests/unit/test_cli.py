@@ -289,6 +289,23 @@ def test_progress_counts_agree_with_the_summary(tmp_path):
     assert summarize(m).batches == 5
 
 
+def test_progress_ignores_a_line_the_source_is_still_writing(tmp_path):
+    """The source process appends the metrics while the driver reads them: a half-written last line is left for
+    the next read (a torn read once failed a benchmark run with a JSONDecodeError)."""
+    import json
+
+    from adaptstream.runner import progress_snapshot
+
+    m = tmp_path / "metrics"
+    (m / "source").mkdir(parents=True)
+    ds = {"seq": 0, "arrival": 0.0, "sentinel": False}
+    (m / "datasets.jsonl").write_text(json.dumps(ds) + "\n" + json.dumps(ds)[:20])
+    (m / "batches.jsonl").write_text('{"batch": 0, "start": 0, "end": 1, "rows": 1')
+    (m / "source" / "manifest.jsonl").write_text(json.dumps({"seq": 0}) + "\n" + '{"seq": 1, "sentinel": tr')
+    snap = progress_snapshot(str(m))
+    assert (snap["completed"], snap["batches"], snap["arrived"], snap["sealed"]) == (1, 0, 1, False)
+
+
 def test_progress_during_warm_up(tmp_path):
     from adaptstream.runner import progress_snapshot
 

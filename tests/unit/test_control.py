@@ -99,3 +99,11 @@ def test_a_refused_source_waits_one_cycle_before_asking_again():
         assert ctl.requests == before
     finally:
         ctl.stop()
+
+
+def test_sink_output_reports_reach_the_policy_as_measured_selectivity(controller):
+    controller.report_output("q", 40)
+    reply = controller.handle({"op": "poll", "query": "q", "done": {"end": 1, "rows": 200, "seconds": 0.1}})
+    assert reply["ok"]
+    assert controller.stats()["selectivity"] == {"q": pytest.approx(0.2)}
+    assert not controller.handle({"op": "output", "query": "q", "rows": -3})["ok"]  # an error reply, no crash

@@ -75,3 +75,21 @@ def test_report_files_and_json_shape(tmp_path):
     assert doc["policies"]["klink"] == {"mean_ms": 5000.0, "p99_ms": 10000.0}
     assert (tmp_path / "klink-latency.png").exists() and (tmp_path / "klink-cdf.png").exists()
     assert "missed" in (tmp_path / "klink.md").read_text()
+
+
+def test_mixed_workloads_get_a_per_workload_table_and_their_own_swm_targets(tmp_path):
+    res = _result(5.0)
+    res["meta"]["workloads"] = ["YSB", "DEBS"]
+    for r in res["runs"]:
+        r["workloads"] = {
+            "YSB": {"windows": 4, "mean_s": 1.5, "p50_s": 1.5, "p99_s": 2.0},
+            "DEBS": {"windows": 4, "mean_s": 7.25, "p50_s": 7.0, "p99_s": 9.0},
+        }
+    res["runs"][2]["controller"] = {"requests": 5, "decisions": 2, "selectivity": {"DEBS": 0.61, "YSB": 0.04}}
+    res["swm_replay"]["debs_rides/klink-95"] = {"hits": 99, "checked": 100, "accuracy": 0.99}
+    write_report(res, tmp_path)
+    md = (tmp_path / "klink.md").read_text()
+    assert "of YSB, DEBS" in md and "Per workload at N=4" in md and "7.25 / 9.00 (4 w)" in md
+    assert "klink at N=4: DEBS 0.61, YSB 0.04" in md
+    met = {t["target"]: t["met"] for t in targets(res)}
+    assert met["SWM inside the 95 % interval (debs_rides, replay)"] is True

@@ -180,6 +180,59 @@ def test_klink_memory_mode_orders_by_rows_removed_then_returns():
     assert not pol.memory_mode
 
 
+def test_selectivity_is_measured_from_the_sinks_rows_out():
+    pol = build_scheduler("klink")
+    pol.register("q")
+    assert pol.queries["q"].selectivity == 0.5  # the default until the sink reports
+    pol.complete("q", 0.0, 1, 100, 0.2)
+    assert pol.queries["q"].selectivity == 0.5  # no sink report: still the default
+    pol.output("q", 1.0, 30)  # the batch's sink wrote 30 rows
+    pol.complete("q", 1.0, 2, 100, 0.2)
+    assert pol.queries["q"].selectivity == pytest.approx(0.3)
+    # a windowed query writes only when a window closes: the ratio spans batches (decayed sums)
+    pol.complete("q", 2.0, 3, 100, 0.2)
+    assert pol.queries["q"].selectivity == pytest.approx(30 * 0.95 / (100 * 0.95 + 100))
+    pol.output("q", 3.0, 250)  # a join can write more than it read: not capped
+    pol.complete("q", 3.0, 4, 100, 0.2)
+    want = (30 * 0.95**2 + 250) / (100 * 0.95**2 + 100 * 0.95 + 100)
+    assert pol.queries["q"].selectivity == pytest.approx(want)
+    pol.register("none")
+    pol.output("none", 0.0, 0)  # a query that writes nothing has selectivity 0, not the default
+    pol.complete("none", 0.0, 1, 100, 0.2)
+    assert pol.queries["none"].selectivity == 0.0
+    with pytest.raises(ValueError):
+        pol.output("q", 4.0, -1)
+    again = build_scheduler("klink")
+    again.load_state_dict(pol.state_dict())
+    assert again.queries["q"].selectivity == pytest.approx(want) and again.queries["q"].measured
+
+
+def test_measured_selectivity_changes_highest_rate_and_klink_memory_orders():
+    hr = build_scheduler("hr")
+    for n in ("agg", "join"):
+        hr.register(n)
+        hr.complete(n, 0.0, 1, 1000, 1.0)  # same cost per row
+        hr.queries[n].pending_rows = 1000
+    qs = [hr.queries["agg"], hr.queries["join"]]
+    assert hr.order(1.0, qs) == ["agg", "join"]  # equal default selectivity: the name breaks the tie
+    hr.output("agg", 1.0, 10)
+    hr.output("join", 1.0, 2000)
+    for n in ("agg", "join"):
+        hr.complete(n, 1.0, 2, 1000, 1.0)
+    assert hr.order(2.0, qs) == ["join", "agg"]  # the join outputs more per second of processing
+
+    kl = build_scheduler("klink", memory_bound=0.8)
+    for n, out in (("agg", 10), ("join", 2000)):
+        kl.register(n)
+        kl.output(n, 0.0, out)
+        kl.complete(n, 0.0, 1, 1000, 1.0)
+        kl.queries[n].pending_rows = 1000
+    kl.memory(1.0, 0.9)
+    assert kl.memory_mode
+    # p_k = sz (1 - S): the aggregation frees memory, the join's output outgrows its input
+    assert kl.order(1.0, [kl.queries["join"], kl.queries["agg"]]) == ["agg", "join"]
+
+
 def test_unknown_scheduler_and_parameter_errors_list_the_choices():
     with pytest.raises(UnknownNameError) as err:
         build_scheduler("edf")

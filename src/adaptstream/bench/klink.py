@@ -1,16 +1,18 @@
-"""``adaptstream bench klink``: Klink and the baselines of its Sec. 6.1.3 on N concurrent YSB queries.
+"""``adaptstream bench klink``: Klink and the baselines of its Sec. 6.1.3 on N concurrent windowed queries.
 
 One invocation, one SparkSession (``spark.scheduler.mode=FAIR``: queries without a pool share the default pool,
 FIFO within it, i.e. Spark's default; ``fair`` gives each query its own pool). For every N in ``--queries`` and
-every policy: N YSB queries (alternately uniform and Zipf network delays) at ``--rate`` rows/s each for
-``--duration`` s, each starting at a random time in ``[0, --start-spread]`` s, drained to the end, through
-:func:`adaptstream.multiquery.run_multi`, the path ``adaptstream run --workload ... --scheduler`` takes. Policies
-run in a rotated order per N so none always runs first. Figures: output latency per window (Klink Sec. 6.1.2,
-metrics/output_latency.py), mean and p99 per policy and N (Fig. 6a) and its CDF at the largest N (Fig. 6b); the
-controller's CPU per scheduling decision and the throughput at the smallest N (Fig. 9d's overhead); SWM estimate
-accuracy (Fig. 9c) from the controller during the runs and from a pure-Python replay of the YSB generator's
-progress indicators over ``--replay-seconds`` of event time (labelled as a replay). Writes klink.md, klink.json,
-klink-latency.png, klink-cdf.png to ``--out`` (default runs/bench-klink-<time>/; ``--update-docs``: docs/results/).
+every policy: N queries, query i running the (i mod k)-th of ``--workloads`` (default YSB with uniform and YSBZ
+with Zipf network delays; DEBS 2015 taxi windows and the Table III queries can be mixed in), at ``--rate`` rows/s
+each for ``--duration`` s, each starting at a random time in ``[0, --start-spread]`` s, drained to the end,
+through :func:`adaptstream.multiquery.run_multi`, the path ``adaptstream run --workload ... --scheduler`` takes.
+Policies run in a rotated order per N so none always runs first. Figures: output latency per window (Klink Sec.
+6.1.2, metrics/output_latency.py), mean and p99 per policy and N (Fig. 6a), per workload, and its CDF at the
+largest N (Fig. 6b); the controller's CPU per scheduling decision and the throughput at the smallest N (Fig. 9d's
+overhead); SWM estimate accuracy (Fig. 9c) from the controller during the runs and from a pure-Python replay of
+the delay generators' progress indicators over ``--replay-seconds`` of event time (labelled as a replay). Writes
+klink.md, klink.json, klink-latency.png, klink-cdf.png to ``--out`` (default runs/bench-klink-<time>/;
+``--update-docs``: docs/results/).
 """
 
 from __future__ import annotations
@@ -31,14 +33,28 @@ import typer
 POLICIES = ("default", "fair", "rr", "fcfs", "hr", "sbox", "klink")
 
 
-def one_run(spark, policy: str, n: int, duration: float, rate: int, spread: float, seed: int, work: Path) -> dict:
+DEFAULT_WORKLOADS = ("YSB", "YSBZ")
+
+
+def one_run(
+    spark,
+    policy: str,
+    n: int,
+    duration: float,
+    rate: int,
+    spread: float,
+    seed: int,
+    work: Path,
+    workloads: tuple[str, ...] = DEFAULT_WORKLOADS,
+) -> dict:
+    """N queries, query i running ``workloads[i % len(workloads)]``, under one policy; latencies pooled."""
     from adaptstream.metrics.output_latency import summarize, window_latencies
     from adaptstream.multiquery import MultiSpec, run_multi
     from adaptstream.runner import RunSpec
 
     specs = tuple(
         RunSpec(
-            workload="YSB" if i % 2 == 0 else "YSBZ",
+            workload=workloads[i % len(workloads)],
             admission="asap",
             rate=rate,
             duration=duration,
@@ -52,11 +68,14 @@ def one_run(spark, policy: str, n: int, duration: float, rate: int, spread: floa
     load_before = os.getloadavg()
     res = run_multi(spark, MultiSpec(specs, scheduler=policy, start_spread=spread, seed=seed), str(run_dir))
     lat: list[float] = []
+    per_workload: dict[str, list[float]] = {}
     rows = 0
     first, last = float("inf"), 0.0
     for name in res.names:
-        lat += window_latencies(os.path.join(res.run_dir, name))
         r = res.results[name]
+        mine = window_latencies(os.path.join(res.run_dir, name))
+        lat += mine
+        per_workload.setdefault(r.spec.workload, []).extend(mine)
         rows += r.summary.rows
         b = _batches(r.metrics_dir)
         if b:
@@ -68,6 +87,7 @@ def one_run(spark, policy: str, n: int, duration: float, rate: int, spread: floa
         "queries": n,
         **summarize(lat),
         "latencies": sorted(lat),
+        "workloads": {w: summarize(v) for w, v in sorted(per_workload.items())},
         "unfinished": sum(r.unfinished for r in res.results.values()),
         "wall_s": res.wall_seconds,
         "rows": rows,
@@ -91,14 +111,14 @@ def _batches(metrics_dir: str) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def swm_replay(seconds: int, seed: int = 0) -> dict:
-    """SWM estimate accuracy on the YSB generator's progress indicators (no Spark: a replay of what the source
+def swm_replay(seconds: int, seed: int = 0, generators: tuple[str, ...] = ("ysb", "ysb_zipf")) -> dict:
+    """SWM estimate accuracy on the generators' progress indicators (no Spark: a replay of what the source
     reports; each dataset arrives at the end of its second)."""
     from adaptstream.scheduling.swm import SwmEstimator
     from adaptstream.workloads import build_generator
 
     out: dict = {}
-    for gen_name in ("ysb", "ysb_zipf"):
+    for gen_name in generators:
         for label, conf, var in (
             ("klink-95", 0.95, "delay"),
             ("klink-90", 0.90, "delay"),
@@ -133,6 +153,13 @@ def klink_command(
     rate: Annotated[int, typer.Option(min=1, help="rows per second per query")] = 400,
     start_spread: Annotated[float, typer.Option(min=0.0, help="random start in [0, S] s (paper: 20)")] = 5.0,
     replay_seconds: Annotated[int, typer.Option(min=100, help="event seconds in the SWM accuracy replay")] = 4000,
+    workloads: Annotated[
+        str,
+        typer.Option(
+            help="comma-separated workloads, cycled over the N queries (query i runs the (i mod k)-th), e.g. "
+            "'YSB,YSBZ,DEBS,DEBSP,CM1S,LR2S'"
+        ),
+    ] = ",".join(DEFAULT_WORKLOADS),
     seed: Annotated[int, typer.Option(min=0)] = 0,
     budget_minutes: Annotated[
         float,
@@ -143,17 +170,28 @@ def klink_command(
         ),
     ] = 25.0,
 ) -> None:
-    """Output latency of N concurrent YSB queries under every scheduler (Klink Fig. 6a/6b, 9c/9d shapes)."""
+    """Output latency of N concurrent windowed queries (YSB by default; --workloads mixes in DEBS 2015 and the
+    Table III queries) under every scheduler (Klink Fig. 6a/6b, 9c/9d shapes)."""
     from adaptstream.bench.klink_report import write_report
     from adaptstream.bench.source import _git
     from adaptstream.errors import AdaptstreamError
     from adaptstream.outdirs import report_dir
     from adaptstream.scheduling import SCHEDULERS
     from adaptstream.spark.session import build_spark
+    from adaptstream.workloads import GENERATORS, WORKLOADS
 
     pols = [p.strip() for p in policies.split(",") if p.strip()]
     for p in pols:
         SCHEDULERS.get(p)
+    wls = tuple(w.strip() for w in workloads.split(",") if w.strip())
+    if not wls:
+        msg = "--workloads must name at least one workload"
+        raise typer.BadParameter(msg)
+    gens: list[str] = []
+    for w in wls:
+        g = WORKLOADS.get(w).generator  # an unknown name lists the valid ones
+        if g not in gens and hasattr(GENERATORS.get(g).generator_cls, "event_stats"):
+            gens.append(g)  # generators with network delays: their SWM estimates are replayed
     ns = sorted({int(x) for x in queries.split(",") if x.strip()})
     if not ns or min(ns) < 1:
         msg = f"--queries must list numbers >= 1, got {queries!r}"
@@ -172,15 +210,16 @@ def klink_command(
         "start_spread_s": start_spread,
         "queries": ns,
         "policies": pols,
+        "workloads": list(wls),
         "seed": seed,
     }
     typer.echo("bench klink: SWM estimate replay (pure Python)")
-    swm = swm_replay(replay_seconds, seed)
+    swm = swm_replay(replay_seconds, seed, tuple(gens))
     spark = build_spark(app_name="bench-klink", log_file=str(work / "spark.log"), conf={"spark.scheduler.mode": "FAIR"})
     runs: list[dict] = []
     try:
         typer.echo("bench klink: warm-up (1 query, not recorded)")
-        one_run(spark, "default", 1, 8.0, rate, 0.0, seed + 999, work)
+        one_run(spark, "default", 1, 8.0, rate, 0.0, seed + 999, work, wls)
         for i, n in enumerate(sorted(ns, reverse=True)):
             order = pols[i % len(pols) :] + pols[: i % len(pols)]
             for p in order:
@@ -190,7 +229,7 @@ def klink_command(
                     continue
                 t0 = time.time()
                 try:
-                    r = one_run(spark, p, n, duration, rate, start_spread, seed, work)
+                    r = one_run(spark, p, n, duration, rate, start_spread, seed, work, wls)
                 except AdaptstreamError as e:  # recorded, not hidden: the report lists failed runs
                     r = {
                         "policy": p,
@@ -200,6 +239,7 @@ def klink_command(
                         "p50_s": None,
                         "p99_s": None,
                         "latencies": [],
+                        "workloads": {},
                         "unfinished": None,
                         "wall_s": time.time() - t0,
                         "rows": 0,

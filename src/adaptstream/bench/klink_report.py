@@ -59,8 +59,8 @@ def targets(result: dict) -> list[dict]:
             }
         )
     swm = result.get("swm_replay", {})
-    for gen in ("ysb", "ysb_zipf"):
-        acc = swm.get(f"{gen}/klink-95", {}).get("accuracy")
+    for gen in [k.split("/")[0] for k in swm if k.endswith("/klink-95")]:
+        acc = swm[f"{gen}/klink-95"].get("accuracy")
         out.append(
             {
                 "target": f"SWM inside the 95 % interval ({gen}, replay)",
@@ -83,7 +83,7 @@ def _plots(result: dict, out: Path) -> None:
     for p in [p for p in POLICY_ORDER if p in by]:
         ns = sorted(n for n, r in by[p].items() if r["windows"])
         ax.plot(ns, [by[p][n]["mean_s"] for n in ns], marker="o", label=p, lw=2.5 if p == "klink" else 1.2)
-    ax.set_xlabel("concurrent YSB queries (N)")
+    ax.set_xlabel("concurrent queries (N)")
     ax.set_ylabel("mean output latency (s)")
     ax.set_title("Output latency vs number of queries (Klink Fig. 6a shape)")
     ax.legend(fontsize=8)
@@ -125,6 +125,7 @@ def write_report(result: dict, out: Path) -> Path:
     (out / "klink.json").write_text(json.dumps(result, indent=1))
     _plots(result, out)
     m = result["meta"]
+    wls = m.get("workloads") or ["YSB", "YSBZ"]
     lines = [
         "# Klink: multi-query scheduling on one Spark application",
         "",
@@ -133,7 +134,8 @@ def write_report(result: dict, out: Path) -> Path:
         f"{len(result['runs'])} runs in {(m['finished'] - m['started']) / 60:.1f} min. The machine is shared "
         "with other jobs: absolute times are context, the ratios within one N are the result.",
         "",
-        f"Setup: N concurrent YSB queries (even: uniform, odd: Zipf 0.99 network delay up to 2 s), {m['rate']} "
+        f"Setup: N concurrent queries, query i running the (i mod {len(wls)})-th of {', '.join(wls)} "
+        f"(docs/workloads.md; YSB: uniform, YSBZ: Zipf 0.99 network delay up to 2 s), {m['rate']} "
         f"rows/s each for {m['duration_s']:g} s, random start in [0, {m['start_spread_s']:g}] s, drained; one "
         "gated micro-batch at a time (`slots=1`) for rr/fcfs/hr/sbox/klink. Output latency per window "
         "(Klink Sec. 6.1.2): sink write time minus the event time of the watermark that closed the window "
@@ -154,6 +156,23 @@ def write_report(result: dict, out: Path) -> Path:
             for k in m["queries"]
         ]
         lines.append(f"| {p} | " + " | ".join(cells) + " |")
+    if n is not None and len(wls) > 1:
+        lines += [
+            "",
+            f"Per workload at N={n}: mean / p99 output latency (s) and windows",
+            "",
+            "| policy | " + " | ".join(wls) + " |",
+            "|---|" + "---|" * len(wls),
+        ]
+        for p in [p for p in POLICY_ORDER if p in by and n in by[p]]:
+            per = by[p][n].get("workloads") or {}
+            cells = [
+                f"{_f(per[w]['mean_s'])} / {_f(per[w]['p99_s'])} ({per[w]['windows']} w)"
+                if w in per and per[w]["windows"]
+                else "n/a"
+                for w in wls
+            ]
+            lines.append(f"| {p} | " + " | ".join(cells) + " |")
     lines += [
         "",
         "![mean output latency vs N](klink-latency.png) ![CDF](klink-cdf.png)",
@@ -182,6 +201,19 @@ def write_report(result: dict, out: Path) -> Path:
             f"{_f(r['cpu_ms_per_decision'], '{:.3f}')} | {_f(r['cpu_ms_per_request'], '{:.3f}')} | "
             f"{_f(r['rows_per_s'], '{:.0f}')} | {_f(r['unfinished'], '{}')} |"
         )
+    sel: list[tuple[str, int, dict[str, float]]] = [
+        (r["policy"], r["queries"], (r.get("controller") or {})["selectivity"])
+        for r in result["runs"]
+        if (r.get("controller") or {}).get("selectivity")
+    ]
+    if sel:
+        lines += [
+            "",
+            "Measured selectivity (rows the sink wrote / rows read, decayed sums; used by `hr` and Klink's memory "
+            "mode instead of the default 0.5):",
+            "",
+        ]
+        lines += [f"- {p} at N={q}: " + ", ".join(f"{k} {v:.3g}" for k, v in sorted(d.items())) for p, q, d in sel[:4]]
     failed = [r for r in result["runs"] if r.get("error")]
     if failed:
         lines += ["", "Runs that failed (recorded, not retried):", ""]
@@ -199,8 +231,8 @@ def write_report(result: dict, out: Path) -> Path:
         "",
         "## SWM estimate accuracy (Fig. 9c)",
         "",
-        "Share of SWMs ingested inside the interval predicted at their epoch's start. *Replay*: the YSB "
-        "generator's progress indicators (each dataset's newest event, ingested at the end of its second) "
+        "Share of SWMs ingested inside the interval predicted at their epoch's start. *Replay*: the delay "
+        "generators' progress indicators (each dataset's newest event, ingested at the end of its second) "
         "fed to the estimator in pure Python over many epochs, not a Spark run. `eq6-literal` is Eq. 6 read "
         "literally (variance of the mean), see docs/klink.md.",
         "",

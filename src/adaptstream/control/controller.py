@@ -53,7 +53,8 @@ class _Server(socketserver.ThreadingTCPServer):
 
 
 class Controller:
-    """Serves ``register``, ``poll`` (with piggy-backed progress and completion reports), ``bye`` and ``stats``."""
+    """Serves ``register``, ``poll`` (with piggy-backed progress and completion reports), ``output`` (rows a
+    sink wrote), ``bye`` and ``stats``."""
 
     def __init__(
         self,
@@ -133,6 +134,11 @@ class Controller:
             self.requests += 1
         return reply
 
+    def report_output(self, query: str, rows: int) -> None:
+        """The query's sink wrote ``rows`` result rows. Sinks run on the driver, beside the controller: a direct
+        call, no IPC (``op: output`` serves sinks elsewhere)."""
+        self.handle({"op": "output", "query": query, "rows": int(rows)})
+
     def _dispatch(self, op: Any, msg: dict[str, Any]) -> dict[str, Any]:
         p = self.policy
         now = self.clock()
@@ -165,6 +171,9 @@ class Controller:
                 self.refusals += int(not grant)
             # a refused source asks again after one scheduling cycle, not at every poll (Spark polls every 20 ms)
             return {"ok": True, "grant": grant, "retry_in": 0.0 if grant else p.config.cycle}
+        if op == "output":
+            p.output(str(msg["query"]), now, int(msg["rows"]))
+            return {"ok": True}
         if op == "bye":
             p.unregister(str(msg["query"]))
             return {"ok": True}
@@ -185,6 +194,9 @@ class Controller:
             "swm_hits": hits,
             "swm_checked": checked,
             "queries": sorted(self.policy.queries),
+            "selectivity": {
+                k: q.selectivity for k, q in sorted(self.policy.queries.items()) if q.measured and q.in_decayed > 0
+            },
         }
 
 

@@ -3,20 +3,31 @@ it minus the event time of the sweeping watermark that closed the window.
 
 In Spark a window ``[start, end)`` is closed by the first watermark at or past ``end``; the event time of that
 sweeping watermark is ``end`` (to within the input's granularity of one-second datasets), so the latency of a
-window is ``written - wall(end)``, where ``wall`` maps event time to the wall clock of the generator that produced
-the run's input (dataset ``k``, i.e. event second ``k``, is due at ``origin + k + 1``). The write time of a
-micro-batch's results is the modification time of the ``_SUCCESS`` marker Spark's Parquet writer leaves in
-``results/batch_id=N/``. It includes the watermark delay, as Klink's does (a watermark of time ``end`` exists once
-events up to ``end + delay`` were generated). Runs on ``--input`` files have no generator clock: not measured.
+window is ``written - wall(end)``. The write time of a micro-batch's results is the modification time of the
+``_SUCCESS`` marker Spark's Parquet writer leaves in ``results/batch_id=N/``. Two clocks map event time to wall
+time:
+
+* ``generator`` (generated input): the clock of the generator that produced the run's input (dataset ``k``, i.e.
+  event second ``k``, is due at ``origin + k + 1``), so ``wall(end) = origin + end``. It includes the watermark
+  delay, as Klink's does (a watermark of time ``end`` exists once events up to ``end + delay`` were generated).
+  In a drained run, windows reaching past the generated data (the last sliding windows) are closed by the
+  end-of-input marker: their ``wall(end)`` is the marker's arrival when that is earlier.
+* ``ingestion`` (``--input`` files, which carry no generator clock): ``wall(end)`` is the arrival at the
+  connector of the first dataset holding an event at or past ``end`` (datasets in manifest order, event times
+  read back from the input files); windows that only the end-of-input marker closes take the marker's arrival.
+  A replay whose files were all present at the start measures the backlog too: every window waits for the
+  datasets before it.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from adaptstream.workloads.lmstream_queries import RUN_EPOCH_S
 
@@ -29,14 +40,93 @@ def generator_origin(run_dir: str) -> float | None:
     return os.path.getmtime(first) - 1.0 if os.path.exists(first) else None
 
 
-def window_latencies(run_dir: str) -> list[float]:
+def _workload(run_dir: str):
+    import json
+
+    from adaptstream.workloads import WORKLOADS
+
+    with open(os.path.join(run_dir, "run.json")) as f:
+        return WORKLOADS.get(json.load(f)["spec"]["workload"])
+
+
+def _manifest(run_dir: str) -> list[dict]:
+    import json
+
+    path = os.path.join(run_dir, "metrics", "source", "manifest.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def end_marker_arrival(run_dir: str) -> float | None:
+    """When the end-of-input marker (``--drain``) reached the connector, or None."""
+    return next((float(r["arrival"]) for r in _manifest(run_dir) if r.get("sentinel")), None)
+
+
+def ingestion_clock(run_dir: str) -> Callable[[np.ndarray], np.ndarray] | None:
+    """``wall(end)`` for a run on input files: the arrival of the first dataset holding event time >= ``end``
+    (absolute seconds, as in the results). None when the run has no files manifest (or a Redis input)."""
+    import pyarrow.csv as pacsv
+
+    refs = _manifest(run_dir)
+    if not refs or not os.path.exists(os.path.join(run_dir, "run.json")):
+        return None
+    from adaptstream.workloads import GENERATORS
+
+    workload = _workload(run_dir)
+    gen = GENERATORS.get(workload.generator)().build()
+    col, scale = workload.event_time_column, workload.event_seconds()
+    newest, arrivals, end_marker = [], [], None
+    for ref in refs:
+        if ref.get("sentinel"):
+            end_marker = float(ref["arrival"]) if end_marker is None else end_marker
+            continue
+        if int(ref.get("entries", -1)) >= 0 or not os.path.isfile(ref["path"]):
+            return None  # a Redis stream: no files to read the event times back from
+        with open(ref["path"], "rb") as f:
+            f.seek(int(ref.get("start", 0)))
+            data = f.read(int(ref["bytes"]))
+        opts = pacsv.ReadOptions(column_names=None if gen.csv_header() else gen.arrow_schema.names)
+        conv = pacsv.ConvertOptions(column_types={col: gen.arrow_schema.field(col).type}, include_columns=[col])
+        times = pacsv.read_csv(pa.BufferReader(data), read_options=opts, convert_options=conv).column(col)
+        if len(times) == 0 or times.null_count == len(times):
+            continue
+        newest.append(RUN_EPOCH_S + float(pc.max(times).as_py()) * scale)
+        arrivals.append(float(ref["arrival"]))
+    if not arrivals:
+        return None
+    reach = np.maximum.accumulate(np.asarray(newest))  # event time the input has reached by each dataset
+    arr = np.asarray(arrivals)
+    last = end_marker if end_marker is not None else arr[-1]
+
+    def wall(ends: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(reach, ends, side="left")
+        return np.where(i < len(arr), arr[np.minimum(i, len(arr) - 1)], last)
+
+    return wall
+
+
+def event_clock(run_dir: str) -> tuple[str, Callable[[np.ndarray], np.ndarray]] | None:
+    """The clock mapping absolute event seconds to wall time for this run, with its name (module docstring)."""
+    origin = generator_origin(run_dir)
+    if origin is not None:
+        marker = end_marker_arrival(run_dir)  # a drained run: windows past the data close with the marker
+        cap = np.inf if marker is None else marker
+        return "generator", lambda ends: np.minimum(origin + (ends - RUN_EPOCH_S), cap)
+    wall = ingestion_clock(run_dir)
+    return None if wall is None else ("ingestion", wall)
+
+
+def window_latencies(run_dir: str, clock: tuple[str, Callable[[np.ndarray], np.ndarray]] | None = None) -> list[float]:
     """One latency (seconds) per window closed, over every micro-batch that wrote results."""
     import pyarrow.parquet as pq
 
-    origin = generator_origin(run_dir)
+    clock = clock or event_clock(run_dir)
     results = os.path.join(run_dir, "results")
-    if origin is None or not os.path.isdir(results):
+    if clock is None or not os.path.isdir(results):
         return []
+    wall = clock[1]
     out: list[float] = []
     for name in sorted(os.listdir(results)):
         folder = os.path.join(results, name)
@@ -57,7 +147,7 @@ def window_latencies(run_dir: str) -> list[float]:
         col = table.column("window_end").cast(pa.timestamp("us"), safe=False).cast(pa.int64())
         ends = np.unique(col.to_numpy()) / 1e6
         written = os.path.getmtime(marker)
-        out += [float(written - (origin + (e - RUN_EPOCH_S))) for e in ends]
+        out += [float(written - w) for w in wall(ends)]
     return out
 
 
@@ -74,5 +164,7 @@ def summarize(latencies: list[float]) -> dict:
 
 
 def output_latency(run_dir: str) -> dict:
-    """Mean, median and p99 output latency of one run directory (``windows`` 0 when not measurable)."""
-    return summarize(window_latencies(run_dir))
+    """Mean, median and p99 output latency of one run directory (``windows`` 0 when not measurable), and the
+    clock used (``generator`` or ``ingestion``, None when not measurable)."""
+    clock = event_clock(run_dir)
+    return {**summarize(window_latencies(run_dir, clock)), "clock": clock[0] if clock else None}

@@ -14,6 +14,7 @@ Events (all times are wall-clock seconds passed by the caller, so policies are t
   was generated at ``event_wall``; network delays of its events as count / sum / sum of squares.
 * ``poll(query, now, want, pending_rows, oldest)``: the source's ``latestOffset``; True grants a micro-batch.
 * ``complete(query, now, end_seq, rows, seconds)``: the granted batch finished (the next ``latestOffset``).
+* ``output(query, now, rows)``: the query's sink wrote ``rows`` result rows (measured selectivity).
 * ``memory(now, used_fraction)``: memory use of the executors (Klink's memory mode).
 """
 
@@ -27,6 +28,8 @@ from typing import Any
 from adaptstream.policy import Policy
 from adaptstream.scheduling.swm import SwmEstimator
 
+DEFAULT_SELECTIVITY = 0.5  # before the sink reported any output (Klink's memory mode, hr)
+SELECTIVITY_DECAY = 0.95  # per completed batch: windows close every few batches, so the ratio spans many
 READY_FOR = 1.0  # seconds a "want" stays valid without a new poll (sources poll every 20 ms while idle)
 MAX_QUERIES = 4096
 
@@ -69,7 +72,11 @@ class QueryState:
     running_since: float | None = None
     granted_at: float | None = None  # last grant (round robin, fcfs tie-breaks)
     per_row: float = 0.0  # seconds of processing per row (EWMA)
-    selectivity: float = 0.5  # output rows per input row (EWMA; Klink's memory mode)
+    selectivity: float = DEFAULT_SELECTIVITY  # output rows per input row, measured once the sink reports
+    out_pending: int = 0  # rows the sink wrote since the last completed batch
+    measured: bool = False  # the sink reported (selectivity is measured, not the default)
+    in_decayed: float = 0.0  # decayed sums of rows in / rows out over completed batches (selectivity's terms)
+    out_decayed: float = 0.0
     batches: int = 0
     rows: int = 0
     seconds: float = 0.0
@@ -93,6 +100,10 @@ class QueryState:
             "granted_at": self.granted_at,
             "per_row": self.per_row,
             "selectivity": self.selectivity,
+            "out_pending": self.out_pending,
+            "measured": self.measured,
+            "in_decayed": self.in_decayed,
+            "out_decayed": self.out_decayed,
             "batches": self.batches,
             "rows": self.rows,
             "seconds": self.seconds,
@@ -163,14 +174,33 @@ class SchedulerPolicy(Policy):
         q.batches += 1
         q.rows += int(rows)
         q.seconds += float(seconds)
+        if rows_out is not None:
+            q.out_pending += int(rows_out)
+            q.measured = True
         if rows > 0:
             sample = max(float(seconds) - self.config.fixed_cost, 0.0) / rows
             q.per_row = sample if q.batches == 1 else 0.8 * q.per_row + 0.2 * sample
-            if rows_out is not None:
-                q.selectivity = 0.8 * q.selectivity + 0.2 * min(rows_out / rows, 1.0)
+            if q.measured:  # the sink reports what it wrote
+                q.in_decayed = SELECTIVITY_DECAY * q.in_decayed + rows
+                q.out_decayed = SELECTIVITY_DECAY * q.out_decayed + q.out_pending
+                q.out_pending = 0
+                q.selectivity = q.out_decayed / q.in_decayed
         for est in q.streams.values():
             est.processed(end_seq)
         self._order_at = None  # a slot is free: re-evaluate now
+
+    def output(self, query: str, now: float, rows: int) -> None:
+        """The query's sink wrote ``rows`` result rows (one micro-batch, the no-data ones included).
+
+        Selectivity = rows out / rows in, both summed with decay ``SELECTIVITY_DECAY`` per completed batch; rows
+        out are attributed to the next completed batch (a windowed query emits when the watermark passes, so only
+        a ratio over many batches means anything). Not capped at 1: a join can write more rows than it read."""
+        if rows < 0:
+            msg = f"rows out must be >= 0, got {rows}"
+            raise ValueError(msg)
+        q = self._query(query)
+        q.out_pending += int(rows)
+        q.measured = True
 
     def memory(self, now: float, used_fraction: float) -> None:
         self.mem_used = float(used_fraction)
@@ -268,6 +298,10 @@ class SchedulerPolicy(Policy):
                 "granted_at",
                 "per_row",
                 "selectivity",
+                "out_pending",
+                "measured",
+                "in_decayed",
+                "out_decayed",
                 "batches",
                 "rows",
                 "seconds",

@@ -174,5 +174,9 @@ class Workload(ABC):
     def output_columns(self) -> tuple[str, ...]:
         return ()
 
+    def event_seconds(self) -> float:
+        """Seconds per unit of the raw ``event_time_column`` (seconds since the run's start in those units)."""
+        return 1.0 / float(getattr(self, "time_unit_per_s", 1))
+
 
 WORKLOADS: Registry[Workload] = Registry("workload")

@@ -180,6 +180,9 @@ class YsbWorkload(Workload):
     def output_columns(self) -> tuple[str, ...]:
         return ("window_start", "window_end", "campaign_id", "views")
 
+    def event_seconds(self) -> float:
+        return 0.001  # event_time is in milliseconds
+
 
 _YSB: dict[str, Any] = {
     "window_s": 10.0,

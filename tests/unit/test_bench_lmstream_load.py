@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from adaptstream.bench.lmstream_load import summarize_queries, targets
+import numpy as np
+
+from adaptstream.bench.lmstream_load import backlog_grows, summarize_queries, targets
 
 
 def _run(w: str, p: str, rate: int, holds: bool, thput: float = 1000.0, avg: float = 2.0, own: bool = True) -> dict:
@@ -49,3 +51,12 @@ def test_targets_met_and_missed():
     bad.append(_run("CM1S", "lmstream", 1000, False, thput=1000, avg=4.9))
     verdicts = [t["met"] for t in targets(_data(bad))]
     assert verdicts == [False, True, False, True]  # CM1S is not among the 1000 rows/s latency queries
+
+
+def test_backlog_is_queueing_growth_not_slower_batches():
+    """Recorded asap run, LR1S 1000 rows/s: the filling window doubled the processing time in the last third (MaxLat
+    1.1 -> 2.6 s) while the queueing delay rose by 0.7 s: no backlog. A queue that keeps growing is one."""
+    proc = np.array([0.8] * 6 + [1.8] * 3)
+    assert not backlog_grows(proc + np.array([0.3] * 6 + [1.0] * 3), proc)
+    assert backlog_grows(proc + np.array([0.3, 0.4, 0.5, 0.8, 1.0, 1.3, 2.0, 2.6, 3.2]), proc)
+    assert not backlog_grows(np.array([1.0, 2.0]), np.array([0.5, 0.5]))  # too few batches to tell

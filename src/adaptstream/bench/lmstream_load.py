@@ -64,6 +64,17 @@ def _batches(res: RunResult):
     return bs, (bs["end"] > first).to_numpy(), ds
 
 
+def backlog_grows(max_latency: np.ndarray, processing: np.ndarray) -> bool:
+    """The queueing delay (MaxLat - processing: how long a batch's oldest dataset waited before it started) of the
+    last third of the batches is both GROWTH[0]x and GROWTH[1] s above the middle third's."""
+    queue = np.asarray(max_latency) - np.asarray(processing)
+    k = len(queue) // 3
+    if k < 1:
+        return False
+    mid, last = float(queue[k : 2 * k].mean()), float(queue[-k:].mean())
+    return last > GROWTH[0] * max(mid, 0.0) and last - mid > GROWTH[1]
+
+
 def judge(res: RunResult, slide: float) -> dict:
     """The per-run verdicts and figures the report is made of (see RULE)."""
     bs, counted, ds = _batches(res)
@@ -75,14 +86,8 @@ def judge(res: RunResult, slide: float) -> dict:
         ok = lat <= TUMBLING_TOLERANCE[0] * past + TUMBLING_TOLERANCE[1]
     own = lat <= 2 * TRIGGER
     c = lat[counted]
-    queue = (lat - bs["processing_time"].to_numpy())[counted] if len(bs) else lat
-    k = len(queue) // 3
-    growing = bool(
-        k >= 1
-        and (m := queue[k : 2 * k].mean()) >= 0
-        and (last := queue[-k:].mean()) > GROWTH[0] * m
-        and last - m > GROWTH[1]
-    )
+    proc = bs["processing_time"].to_numpy() if len(bs) else lat
+    growing = backlog_grows(lat[counted], proc[counted])
     no_backlog = res.unfinished == 0 and not growing
     within = float(ok[counted].mean()) if counted.any() else float("nan")
     within_own = float(own[counted].mean()) if counted.any() else float("nan")

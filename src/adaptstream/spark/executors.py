@@ -87,18 +87,3 @@ def executor_intervals(sc: Any) -> list[dict]:
             }
         )
     return sorted(out, key=lambda x: x["added"])
-
-
-def executor_seconds(intervals: list[dict], start: float, end: float) -> float:
-    """Integral of the number of live executors over [start, end] (an executor still alive counts until end)."""
-    total = 0.0
-    for iv in intervals:
-        lo = max(start, iv["added"])
-        hi = min(end, iv["removed"] if iv["removed"] is not None else end)
-        total += max(0.0, hi - lo)
-    return total
-
-
-def live_at(intervals: list[dict], t: float) -> int:
-    """Executors alive at time ``t``."""
-    return sum(1 for iv in intervals if iv["added"] <= t and (iv["removed"] is None or t < iv["removed"]))

@@ -15,7 +15,7 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from adaptstream.errors import AdaptstreamError, ConfigError
 
@@ -229,7 +229,7 @@ def elastic_policy(spec: RunSpec):
 
     from adaptstream.elasticity import ELASTICITY, build_elasticity
 
-    params: dict[str, str | int] = {}
+    params: dict[str, Any] = {}
     for kv in spec.elastic_params.split(";"):
         if not kv.strip():
             continue
@@ -238,11 +238,11 @@ def elastic_policy(spec: RunSpec):
             raise ConfigError(msg)
         k, v = kv.split("=", 1)
         params[k.strip()] = v.strip()
-    fields = {f.name for f in dataclasses.fields(ELASTICITY.get(spec.elastic))}
+    fields = {f.name for f in dataclasses.fields(ELASTICITY.get(str(spec.elastic)))}
     defaults = {"initial_map_tasks": spec.num_blocks, "initial_reduce_buckets": spec.reduce_buckets}
-    for k, v in defaults.items():
-        if k in fields:
-            params.setdefault(k, v)
+    for name, count in defaults.items():
+        if name in fields:
+            params.setdefault(name, count)
     return build_elasticity(str(spec.elastic), **params)
 
 

@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -276,7 +276,7 @@ def prompt_elastic_command(
     if warmup >= duration:
         msg = f"--warmup ({warmup:g} s) must be shorter than --duration ({duration:g} s)"
         raise ConfigError(msg)
-    a = {
+    a: dict[str, Any] = {
         "workload": WORKLOADS.get(workload).name,
         "rate": rate,
         "amplitude": amplitude,
@@ -295,14 +295,14 @@ def prompt_elastic_command(
         "patterns": pats,
         "policies": pols,
     }
-    p = plans(workers, amplitude)
+    pl = plans(workers, amplitude)
     a.update(
-        static_peak=p["static_peak"]["executors"],
-        static_mean=p["static_mean"]["executors"],
-        prompt_initial=f"{p['prompt']['executors']} executors and reduce buckets (the mean's plan)",
+        static_peak=pl["static_peak"]["executors"],
+        static_mean=pl["static_mean"]["executors"],
+        prompt_initial=f"{pl['prompt']['executors']} executors and reduce buckets (the mean's plan)",
         peak_rule=f"the cluster is sized so that the peak needs every worker: {workers}",
         mean_rule=f"the mean rate needs 1 / (1 + amplitude) of the peak's executors, rounded up: "
-        f"ceil({workers} / {1 + amplitude:g}) = {p['static_mean']['executors']}",
+        f"ceil({workers} / {1 + amplitude:g}) = {pl['static_mean']['executors']}",
         da_conf_note=f"idle timeout {idle_timeout:g} s, cached-executor and shuffle-tracking timeouts "
         f"{2 * idle_timeout:g} s, backlog timeouts 1 s",
         key_note="LR2S keys are (expressway, direction, segment); the generator adds an expressway per 400 rows/s "

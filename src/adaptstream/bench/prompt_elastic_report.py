@@ -11,6 +11,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -78,7 +79,7 @@ def policy_figures(runs: list[dict]) -> dict:
 def targets(policies: dict) -> list[dict]:
     """The issue's elasticity targets; each verdict computed here (None: a policy it needs was not run)."""
     p, peak, da = policies.get("prompt"), policies.get("static_peak"), policies.get("dynamic_allocation")
-    out = []
+    out: list[dict[str, Any]] = []
     rule1 = (
         f"prompt's on-time share (batches with W <= 1 after the warm-up, all patterns pooled) >= "
         f"{ON_TIME_TARGET:.0%} and its executor-seconds (Spark's executor add/remove times integrated over the "
@@ -245,10 +246,39 @@ def markdown(r: dict) -> str:
             f"| {name} | {_fmt(f['on_time_share'], '.1%')} | {f['executor_seconds']:.0f} | "
             f"{_fmt(f['mean_executors'], '.2f')} | {f['batches']} | " + " | ".join(cells) + " |"
         )
+    lines += ["", *checks(r)]
     for p in patterns:
         lines += ["", f"![{p} timeline]({NAME}-{p}.png)"]
     lines += ["", "## Notes", "", *[f"- {n}" for n in m.get("notes", [])]]
     return "\n".join(lines) + "\n"
+
+
+def checks(r: dict) -> list[str]:
+    """Sentences about the set-up that the recorded runs confirm or refute (computed, not asserted)."""
+    out = []
+    peak = r["policies"].get("static_peak")
+    if peak is not None and peak["on_time_share"] is not None:
+        ok = peak["on_time_share"] >= ON_TIME_TARGET
+        out.append(
+            f"Sizing check: static_peak kept {peak['on_time_share']:.1%} of its batches on time, so every worker's "
+            + (
+                "executor did serve the peak."
+                if ok
+                else "executor did not serve the peak on this machine: the premise that the peak needs exactly "
+                "all workers does not hold here, and the targets measure an overloaded set-up."
+            )
+        )
+    errors = [f"{x['pattern']}/{x['policy']}: {x['error']}" for x in r["runs"] if "error" in x]
+    if errors:
+        out.append("Failed runs (no batches counted): " + "; ".join(errors))
+    for x in r["runs"][:1]:
+        keys = [b["keys"] for b in counted(x)]
+        if keys:
+            out.append(
+                f"Distinct keys per counted batch ({x['pattern']}/{x['policy']}): first {keys[0]:,}, "
+                f"min {min(keys):,}, max {max(keys):,}."
+            )
+    return out
 
 
 def write_report(r: dict, target: Path) -> dict:

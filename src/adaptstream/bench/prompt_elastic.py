@@ -19,6 +19,7 @@ import math
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -101,6 +102,10 @@ class Cluster:
 
     def __exit__(self, *exc: object) -> None:
         subprocess.run(["bash", str(self.script), "stop"], env=self.env, timeout=120, check=False)
+
+
+def _exit_on_term(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -261,6 +266,7 @@ def prompt_elastic_command(
     from adaptstream.workloads import WORKLOADS
 
     target = report_dir("bench-prompt-elastic", out, update_docs)
+    signal.signal(signal.SIGTERM, _exit_on_term)  # a killed run still stops its cluster (finally blocks run)
     pats = [p.strip().lower() for p in patterns.split(",") if p.strip()]
     pols = [p.strip().lower() for p in policies.split(",") if p.strip()]
     for p in pats:

@@ -205,3 +205,19 @@ def test_elastic_params():
         elastic_policy(RunSpec(workload="LR2S", reduce="prompt", elastic="static", elastic_params="executors"))
     with pytest.raises(ConfigError, match=">= 1"):
         elastic_policy(RunSpec(workload="LR2S", reduce="prompt", elastic="static", elastic_params="executors=0"))
+
+
+def test_checks_say_whether_executors_lowered_w():
+    from adaptstream.bench.prompt_elastic_report import checks, complete
+
+    meta = {"config": {"static_peak": 3, "static_mean": 2}}
+    lowered = complete({**_doc([0.5] * 12, [(0, None)], [(0, None)] * 3, [0.5] * 12, [(0, None)]), "meta": meta})
+    assert any("lowered W by 67%" in x for x in checks(lowered))
+    assert any("Sizing check" in x and "did serve the peak" in x for x in checks(lowered))
+    runs = _doc([0.5] * 12, [(0, None)], [(0, None)] * 3, [0.5] * 12, [(0, None)])["runs"]
+    for run in runs:  # static_peak as slow as static_mean, and late
+        if run["policy"] == "static_peak":
+            for b in run["batches"]:
+                b["w"] = 1.5
+    flat = checks(complete({"runs": runs, "meta": meta}))
+    assert any("did not lower W" in x for x in flat) and any("did not serve the peak" in x for x in flat)

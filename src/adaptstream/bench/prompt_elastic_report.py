@@ -268,6 +268,26 @@ def checks(r: dict) -> list[str]:
                 "all workers does not hold here, and the targets measure an overloaded set-up."
             )
         )
+    med = {
+        name: float(np.median(ws))
+        for name in ("static_peak", "static_mean")
+        if (ws := [b["w"] for x in r["runs"] if x["policy"] == name for b in counted(x)])
+    }
+    if len(med) == 2:
+        c = r["meta"]["config"]
+        lower = med["static_peak"] < 0.95 * med["static_mean"]
+        out.append(
+            f"Do executors lower W here? Median W over the counted batches: {med['static_peak']:.2f} with "
+            f"{c['static_peak']} executors (static_peak) vs {med['static_mean']:.2f} with {c['static_mean']} "
+            "(static_mean): "
+            + (
+                f"more executors lowered W by {1 - med['static_peak'] / med['static_mean']:.0%}."
+                if lower
+                else "more executors did not lower W (less than 5 % lower, or higher): at these rates a batch's "
+                "time is mostly fixed per-job cost, not work that more executors share, so this run shows what "
+                "each policy pays in executors more than how well it follows the load."
+            )
+        )
     errors = [f"{x['pattern']}/{x['policy']}: {x['error']}" for x in r["runs"] if "error" in x]
     if errors:
         out.append("Failed runs (no batches counted): " + "; ".join(errors))

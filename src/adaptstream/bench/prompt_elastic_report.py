@@ -288,6 +288,22 @@ def checks(r: dict) -> list[str]:
                 "each policy pays in executors more than how well it follows the load."
             )
         )
+    firsts = [x for x in r["runs"] if x["policy"] != "dynamic_allocation"][:1] + [
+        x for x in r["runs"] if x["policy"] == "dynamic_allocation"
+    ][:1]
+    cold = []
+    for x in firsts:
+        first = next((b for b in x["batches"] if b["rows"] > 0), None)
+        if first is not None:
+            cold.append(
+                f"{x['pattern']}/{x['policy']}: W = {first['w']:.2f} at {first['started'] - x['t0']:.0f} s "
+                f"({'counted' if first['started'] >= x['window'][0] else 'in the warm-up'})"
+            )
+    if cold:
+        out.append(
+            "First data batch of each Spark application's first measured run (a cold start shows as a large W "
+            "whose backlog spills into the counted batches): " + "; ".join(cold) + "."
+        )
     errors = [f"{x['pattern']}/{x['policy']}: {x['error']}" for x in r["runs"] if "error" in x]
     if errors:
         out.append("Failed runs (no batches counted): " + "; ".join(errors))

@@ -246,7 +246,7 @@ def markdown(r: dict) -> str:
             f"| {name} | {_fmt(f['on_time_share'], '.1%')} | {f['executor_seconds']:.0f} | "
             f"{_fmt(f['mean_executors'], '.2f')} | {f['batches']} | " + " | ".join(cells) + " |"
         )
-    lines += ["", *checks(r)]
+    lines += ["", "## Checks computed from the runs", "", *[f"- {c}" for c in checks(r)]]
     for p in patterns:
         lines += ["", f"![{p} timeline]({NAME}-{p}.png)"]
     lines += ["", "## Notes", "", *[f"- {n}" for n in m.get("notes", [])]]

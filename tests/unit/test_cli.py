@@ -94,8 +94,10 @@ USAGE_ERRORS = [
     (("run", "--workload", "LR9Z"), "LR1S"),
     (("demo", "--traffic", "bursty"), "valid choices: constant, random, sinusoidal, step"),
     (
-        ("run", "--workload", "LR2S", "--reduce", "prompt", "--elastic", "static", "--elastic-params", "bogus=1")
-        + ("--master", "spark://127.0.0.1:1"),
+        (
+            *("run", "--workload", "LR2S", "--reduce", "prompt", "--elastic", "static"),
+            *("--elastic-params", "bogus=1", "--master", "spark://127.0.0.1:1"),
+        ),
         "has no parameter(s) ['bogus']",
     ),
     (("place",), "Missing argument"),

@@ -251,6 +251,13 @@ def run(
             "with --reduce on a cluster master: reduce buckets and executors per batch (batch interval: --trigger)",
         ),
     ] = None,
+    elastic_params: Annotated[
+        str,
+        typer.Option(
+            metavar="K=V;K=V",
+            help="parameters of the --elastic policy, e.g. 'max_executors=3' or 'reduce_buckets=3;executors=3'",
+        ),
+    ] = "",
 ) -> None:
     """Run one workload (or several, concurrently, under a multi-query scheduler) and summarise it."""
     from adaptstream.metrics.plots import plot_timelines
@@ -302,6 +309,7 @@ def run(
         reduce=reduce,
         reduce_buckets=reduce_buckets,
         elastic=elastic,
+        elastic_params=elastic_params,
     )
     if elastic is not None:
         from adaptstream.spark.executors import check_elastic_master

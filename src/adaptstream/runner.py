@@ -15,7 +15,7 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from adaptstream.errors import AdaptstreamError, ConfigError
 
@@ -43,6 +43,7 @@ class RunSpec:
     reduce: str | None = None  # pane execution mode with this reduce allocator (spark/pane.py); None: as today
     reduce_buckets: int = 4  # reduce tasks per micro-batch in pane mode
     elastic: str | None = None  # pane mode: elasticity policy for reduce buckets and executors (needs a cluster)
+    elastic_params: str = ""  # "name=value;name=value" for the elasticity policy (e.g. max_executors=3)
 
     def label(self) -> str:
         return f"{self.workload}-{self.admission}"
@@ -203,6 +204,7 @@ def check_spec(spec: RunSpec, run_dir: str) -> None:
         if spec.reduce is None:
             msg = "--elastic shapes the pane execution mode: pass --reduce hash|prompt as well"
             raise ConfigError(msg)
+        elastic_policy(spec)  # unknown or malformed parameters fail here
     for name, value in (("duration", spec.duration), ("trigger", spec.trigger)):
         if not value > 0:
             msg = f"--{name} must be > 0 seconds, got {value:g}"
@@ -222,6 +224,30 @@ def check_spec(spec: RunSpec, run_dir: str) -> None:
     opts.pop("sentinelPath", None)
     opts.pop("drain", None)
     SourceOptions.parse(opts)
+
+
+def elastic_policy(spec: RunSpec):
+    """The run's elasticity policy: Alg. 4 starts from the run's blocks and buckets unless ``elastic_params``
+    says otherwise (a static plan takes its counts from ``elastic_params`` alone)."""
+    import dataclasses
+
+    from adaptstream.elasticity import ELASTICITY, build_elasticity
+
+    params: dict[str, Any] = {}
+    for kv in spec.elastic_params.split(";"):
+        if not kv.strip():
+            continue
+        if "=" not in kv:
+            msg = f"--elastic-params must look like 'name=value;name=value', got {spec.elastic_params!r}"
+            raise ConfigError(msg)
+        k, v = kv.split("=", 1)
+        params[k.strip()] = v.strip()
+    fields = {f.name for f in dataclasses.fields(ELASTICITY.get(str(spec.elastic)))}
+    defaults = {"initial_map_tasks": spec.num_blocks, "initial_reduce_buckets": spec.reduce_buckets}
+    for name, count in defaults.items():
+        if name in fields:
+            params.setdefault(name, count)
+    return build_elasticity(str(spec.elastic), **params)
 
 
 def input_files(input_dir: str) -> list[str]:
@@ -300,13 +326,10 @@ def run_workload(
 
         elastic, control = None, None
         if spec.elastic is not None:
-            from adaptstream.elasticity import build_elasticity
             from adaptstream.spark.executors import ExecutorControl
 
             control = ExecutorControl(spark.sparkContext)  # refuses local[*]
-            elastic = build_elasticity(
-                spec.elastic, initial_map_tasks=spec.num_blocks, initial_reduce_buckets=spec.reduce_buckets
-            )
+            elastic = elastic_policy(spec)
         out = reader.load()
         sink = PaneExecutor(
             workload,

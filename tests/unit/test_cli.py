@@ -92,7 +92,14 @@ USAGE_ERRORS = [
     (("run", "--partitioner", "nope"), "valid choices: " + ", ".join(PARTITIONERS.names())),
     (("run", "--admission", "sometimes"), "valid choices: asap, fixed, lmstream"),
     (("run", "--workload", "LR9Z"), "LR1S"),
-    (("demo", "--traffic", "bursty"), "valid choices: constant, random, sinusoidal"),
+    (("demo", "--traffic", "bursty"), "valid choices: constant, random, sinusoidal, step"),
+    (
+        (
+            *("run", "--workload", "LR2S", "--reduce", "prompt", "--elastic", "static"),
+            *("--elastic-params", "bogus=1", "--master", "spark://127.0.0.1:1"),
+        ),
+        "has no parameter(s) ['bogus']",
+    ),
     (("place",), "Missing argument"),
     (("place", "q.json", "h.json", "--target", "latency"), "proc-latency, e2e-latency, throughput"),
 ]

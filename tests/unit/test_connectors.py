@@ -11,7 +11,7 @@ from adaptstream.connectors.base import Manifest
 from adaptstream.connectors.files import FilesConnector
 from adaptstream.connectors.generator import DatasetWriter
 from adaptstream.connectors.parsing import parse_csv, parse_jsonl
-from adaptstream.connectors.traffic import RandomTraffic, SinusoidalTraffic, build_traffic
+from adaptstream.connectors.traffic import RandomTraffic, SinusoidalTraffic, StepTraffic, build_traffic
 from adaptstream.errors import ConfigError, ConnectorError, UnknownNameError
 from adaptstream.spark.options import SourceOptions
 
@@ -107,8 +107,19 @@ def test_traffic_patterns():
     assert 980 < sum(values) / len(values) < 1020
     sin = SinusoidalTraffic(rate=1000, amplitude=0.5, period=60)
     assert sin.rows_at(15) == 1500 and sin.rows_at(45) == 500
-    with pytest.raises(UnknownNameError, match="valid choices: constant, random, sinusoidal"):
+    with pytest.raises(UnknownNameError, match="valid choices: constant, random, sinusoidal, step"):
         build_traffic("bursty", 10)
+
+
+def test_step_traffic_is_a_square_wave_with_a_4x_swing():
+    step = build_traffic("step", 1000, amplitude=0.6, period=60)
+    assert isinstance(step, StepTraffic)
+    rows = [step.rows_at(k) for k in range(120)]
+    assert rows[:30] == [400] * 30 and rows[30:60] == [1600] * 30 and rows[60:90] == [400] * 30
+    assert max(rows) / min(rows) == 4.0 and sum(rows) / len(rows) == 1000
+    odd = StepTraffic(rate=100, amplitude=0.5, period=5)  # the step lies at period/2 = 2.5 s
+    assert [odd.rows_at(k) for k in range(5)] == [50, 50, 50, 150, 150]
+    assert StepTraffic(rate=10, amplitude=1.0, period=4).rows_at(0) == 0
 
 
 def test_source_options_validation(tmp_path):

@@ -4,6 +4,9 @@ constant   N rows every second (LMStream Sec. V-A "Constant Traffic")
 random     rows ~ Normal(mean N, sd = jitter*N), clipped at 0 (LMStream Sec. V-A "Random Traffic"; the paper
            gives no deviation, we default to 0.25*N)
 sinusoidal N * (1 + amplitude*sin(2*pi*t/period)) (Prompt Sec. 7's variable input rate)
+step       a square wave with the same mean and swing: N * (1 - amplitude) in the first half of every period,
+           N * (1 + amplitude) in the second (a step up at period/2, a step down at period); amplitude 0.6 is a
+           4x swing, as sinusoidal's
 """
 
 from __future__ import annotations
@@ -53,7 +56,22 @@ class SinusoidalTraffic:
         return max(0, round(self.rate * (1 + self.amplitude * math.sin(2 * math.pi * second / self.period))))
 
 
-Traffic = ConstantTraffic | RandomTraffic | SinusoidalTraffic
+@TRAFFIC.register("step")
+@dataclass(frozen=True)
+class StepTraffic:
+    """Why a square wave: an elasticity policy must follow a sudden 4x rise and fall (Prompt Fig. 12's step),
+    and sharing ``amplitude`` / ``period`` with ``sinusoidal`` keeps both patterns' mean and peak equal."""
+
+    rate: int = 1000
+    amplitude: float = 0.5
+    period: float = 60.0
+
+    def rows_at(self, second: int) -> int:
+        high = (second % self.period) >= self.period / 2
+        return max(0, round(self.rate * (1 + self.amplitude if high else 1 - self.amplitude)))
+
+
+Traffic = ConstantTraffic | RandomTraffic | SinusoidalTraffic | StepTraffic
 
 
 def build_traffic(name: str, rate: int, seed: int = 0, **params: float) -> Traffic:

@@ -65,3 +65,25 @@ class ExecutorControl:
                 return True
             time.sleep(poll)
         return len(self.executors()) == n
+
+
+def executor_intervals(sc: Any) -> list[dict]:
+    """Every executor the application had, alive or removed, with Spark's own add/remove times (epoch seconds;
+    ``removed`` None while alive), from the status store (the data behind the REST API's ``allexecutors``; it is
+    kept with the UI disabled). What executor-seconds are integrated from: what Spark ran, not what was planned."""
+    seq = sc._jsc.sc().statusStore().executorList(False)
+    it = seq.iterator()
+    out = []
+    while it.hasNext():
+        e = it.next()
+        if str(e.id()) == "driver":
+            continue
+        removed = e.removeTime()
+        out.append(
+            {
+                "id": str(e.id()),
+                "added": e.addTime().getTime() / 1000.0,
+                "removed": removed.get().getTime() / 1000.0 if removed.isDefined() else None,
+            }
+        )
+    return sorted(out, key=lambda x: x["added"])

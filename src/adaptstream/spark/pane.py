@@ -326,7 +326,7 @@ class PaneExecutor:
 
         spark, sc, spec = df.sparkSession, df.sparkSession.sparkContext, self.spec
         spark.conf.set("spark.sql.adaptive.enabled", "false")  # AQE would coalesce the reduce buckets
-        t_start = time.perf_counter()
+        t_start, wall_start = time.perf_counter(), time.time()
         self._restore_elastic(batch_id)
         prev = self._meta(batch_id - 1) if batch_id > 0 else None
         max_t_before = prev["max_t_through"] if prev else None
@@ -369,6 +369,7 @@ class PaneExecutor:
                 "reduce_buckets": self.buckets,
                 "allocator": self.allocator,
                 "reference_s": ref_s,
+                "started": wall_start,  # wall clock (epoch s): timelines against Spark's executor add/remove times
             }
             if rows:
                 stats.update(self._shuffle(proj, in_arrow, wm_prev, split, blocks, batch_id))
@@ -396,6 +397,7 @@ class PaneExecutor:
             proj.unpersist()
         if self.elastic is not None:
             stats["elastic"] = self._scale(stats, batch_id)
+        stats["ended"] = time.time()
         if self.metrics_path:
             os.makedirs(self.metrics_path, exist_ok=True)
             with open(os.path.join(self.metrics_path, "panes.jsonl"), "a") as f:

@@ -1,0 +1,445 @@
+"""``adaptstream bench prompt-elastic``: Prompt's latency-aware auto-scaler (Alg. 4) against static provisioning
+at the peak and at the mean, and against Spark's own dynamic allocation, on a real standalone cluster (Fig. 12).
+
+One invocation starts a standalone master and N one-core workers on 127.0.0.1 (``scripts/cluster.sh``, state and
+work directories under a temporary directory) unless ``--master`` names a running one, and runs the same seeded
+input through a pane-mode aggregation (``adaptstream run --reduce``) once per policy and rate pattern
+(``sinusoidal`` and ``step``, both with the same mean and a 4x swing by default). ``prompt``, ``static_peak`` and
+``static_mean`` share one Spark application (their executors are set through Spark's executor requests before and
+during each run); ``dynamic_allocation`` needs ``spark.dynamicAllocation.enabled`` at start-up, so it gets an
+application of its own. Per batch: W, rows, keys, map tasks, reduce buckets and the executors Spark had; per run:
+Spark's own executor add/remove times, integrated to executor-seconds. The report module computes the figures and
+the targets from the recorded runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from adaptstream.bench.prompt_elastic_report import POLICIES, run_figures, write_report
+
+PATTERNS = ("sinusoidal", "step")
+ROOT = Path(__file__).resolve().parents[3]
+
+
+class LoadSampler:
+    """The 1-minute load average every ``every`` seconds while the benchmark runs (a daemon thread)."""
+
+    def __init__(self, every: float) -> None:
+        self.every = every
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="load-sampler", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.samples.append((time.time(), os.getloadavg()[0]))
+            self._stop.wait(self.every)
+
+    def __enter__(self) -> LoadSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.every + 1)
+
+    def mean(self) -> float | None:
+        return sum(x for _, x in self.samples) / len(self.samples) if self.samples else None
+
+
+class Cluster:
+    """A standalone cluster started by scripts/cluster.sh, stopped by its PIDs on exit (also on failure)."""
+
+    def __init__(self, workers: int, port: int, worker_memory: str, work: Path) -> None:
+        self.script = ROOT / "scripts" / "cluster.sh"
+        self.workers = workers
+        self.env = {
+            **os.environ,
+            "ADAPTSTREAM_CLUSTER_DIR": str(work / "cluster"),
+            "ADAPTSTREAM_MASTER_PORT": str(port),
+            "ADAPTSTREAM_WORKER_MEMORY": worker_memory,
+            "PYTHON": sys.executable,
+        }
+
+    def __enter__(self) -> str:
+        from adaptstream.errors import EnvironmentProblem
+
+        if not self.script.exists():
+            msg = f"{self.script} not found: the elasticity benchmark starts its cluster from a source checkout"
+            raise EnvironmentProblem(msg)
+        try:
+            res = subprocess.run(
+                ["bash", str(self.script), "start", str(self.workers)],
+                env=self.env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
+            )
+        except BaseException:
+            self.__exit__()
+            raise
+        if res.returncode != 0:
+            self.__exit__()
+            msg = f"the standalone cluster did not start: {(res.stderr or res.stdout).strip()[-300:]}"
+            raise EnvironmentProblem(msg)
+        return res.stdout.strip().splitlines()[-1]
+
+    def __exit__(self, *exc: object) -> None:
+        subprocess.run(["bash", str(self.script), "stop"], env=self.env, timeout=120, check=False)
+
+
+def _exit_on_term(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _jsonl(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def plans(workers: int, amplitude: float) -> dict[str, dict]:
+    """Each policy's executors and buckets, by rule: the peak needs every worker (the cluster is sized so),
+    the mean rate needs that share of them, rounded up; Alg. 4 starts at the mean's plan."""
+    peak = workers
+    mean = max(1, math.ceil(workers / (1 + amplitude) - 1e-9))
+    return {
+        "static_peak": {"executors": peak, "params": f"map_tasks={peak};reduce_buckets={peak};executors={peak}"},
+        "static_mean": {"executors": mean, "params": f"map_tasks={mean};reduce_buckets={mean};executors={mean}"},
+        "prompt": {
+            "executors": mean,
+            "params": f"initial_map_tasks={mean};initial_reduce_buckets={mean};min_executors=1;"
+            f"max_executors={workers};max_tasks={2 * workers};cores_per_executor=1",
+        },
+        "dynamic_allocation": {"executors": 1, "params": ""},
+    }
+
+
+def da_conf(workers: int, idle_s: float) -> dict[str, str]:
+    """Spark's dynamic allocation with shuffle tracking (no external shuffle service on a standalone cluster)."""
+    return {
+        "spark.dynamicAllocation.enabled": "true",
+        "spark.dynamicAllocation.shuffleTracking.enabled": "true",
+        "spark.dynamicAllocation.minExecutors": "1",
+        "spark.dynamicAllocation.initialExecutors": "1",
+        "spark.dynamicAllocation.maxExecutors": str(workers),
+        "spark.dynamicAllocation.executorIdleTimeout": f"{idle_s:g}s",
+        "spark.dynamicAllocation.cachedExecutorIdleTimeout": f"{2 * idle_s:g}s",
+        "spark.dynamicAllocation.shuffleTracking.timeout": f"{2 * idle_s:g}s",
+        "spark.dynamicAllocation.schedulerBacklogTimeout": "1s",
+        "spark.dynamicAllocation.sustainedSchedulerBacklogTimeout": "1s",
+    }
+
+
+def run_one(spark, policy: str, pattern: str, a: dict, work: Path, ctl) -> dict:
+    """One policy on one rate pattern: the streaming run, then its batches, datasets and Spark's executor list."""
+    from adaptstream.runner import RunSpec, run_workload
+    from adaptstream.spark.executors import executor_intervals
+
+    plan = plans(a["workers"], a["amplitude"])[policy]
+    managed = policy != "dynamic_allocation"
+    spec = RunSpec(
+        workload=a["workload"],
+        admission="fixed",
+        traffic=pattern,
+        rate=a["rate"],
+        duration=a["duration"],
+        seed=a["seed"],
+        trigger=a["trigger"],
+        num_blocks=a["num_blocks"],
+        reduce=a["reduce"],
+        reduce_buckets=a["workers"],
+        elastic=("prompt" if policy == "prompt" else "static") if managed else None,
+        elastic_params=plan["params"],
+        finish_timeout=a["finish_timeout"],
+    )
+    if ctl is not None:  # every managed run starts from its own plan's executors
+        ctl.scale_to(plan["executors"])
+        ctl.wait_for(plan["executors"], timeout=120)
+    run_dir = work / f"{pattern}-{policy}"
+    out: dict = {"policy": policy, "pattern": pattern, "spec": {"elastic": spec.elastic, "params": plan["params"]}}
+    try:
+        res = run_workload(
+            spark,
+            spec,
+            str(run_dir),
+            extra_options={"amplitude": str(a["amplitude"]), "period": str(a["period"])},
+            query_name=f"elastic_{pattern}_{policy}",
+        )
+        out["unfinished"] = res.unfinished
+    except Exception as e:  # recorded, and the other runs go on
+        out["error"] = f"{type(e).__name__}: {e}"
+    metrics = run_dir / "metrics"
+    ds = [d for d in _jsonl(metrics / "datasets.jsonl") if not d.get("sentinel")]
+    datasets = [
+        {"arrival": d["arrival"], "rows": d["rows"], "latency": max(0.0, d["completed_at"] - d["arrival"])}
+        for d in sorted(ds, key=lambda d: d["arrival"])
+    ]
+    intervals = executor_intervals(spark.sparkContext)
+    panes = _jsonl(metrics / "panes.jsonl")
+    t0 = datasets[0]["arrival"] if datasets else (panes[0]["started"] if panes else time.time())
+    end = max((b["ended"] for b in panes), default=t0)
+    out["t0"] = t0
+    out["window"] = [t0 + a["warmup"], max(end, t0 + a["warmup"])]
+    out["executors"] = [
+        iv for iv in intervals if iv["added"] <= out["window"][1] and (iv["removed"] is None or iv["removed"] >= t0)
+    ]
+    out["datasets"] = datasets
+    batches = []
+    for b in panes:
+        el = b.get("elastic") or {}
+        batches.append(
+            {
+                "batch": b["batch"],
+                "started": b["started"],
+                "ended": b["ended"],
+                "w": b["batch_s"] / a["trigger"],
+                "rows": b["rows"],
+                "keys": b["keys"],
+                "map_tasks": b["map_tasks"],
+                "reduce_buckets": b["reduce_buckets"],
+                "executors": sum(
+                    1
+                    for iv in intervals
+                    if iv["added"] <= b["started"] and (iv["removed"] is None or b["started"] < iv["removed"])
+                ),
+                "planned_map_tasks": el.get("map_tasks"),
+                "planned_reduce_buckets": el.get("reduce_buckets"),
+                "planned_executors": el.get("executors"),
+            }
+        )
+    out["batches"] = batches
+    return out
+
+
+def warm_up(spark, a: dict, work: Path, ctl) -> float:
+    """An unrecorded constant-rate run on every worker's executor before an application's first measured run:
+    its first batches start Python workers and compile Alg. 3 on each executor (seconds each), a cost that would
+    otherwise land on whichever policy runs first. Returns its wall seconds."""
+    from adaptstream.runner import RunSpec, run_workload
+
+    t0 = time.time()
+    if ctl is not None:
+        ctl.scale_to(a["workers"])
+        ctl.wait_for(a["workers"], timeout=120)
+    spec = RunSpec(
+        workload=a["workload"],
+        admission="fixed",
+        traffic="constant",
+        rate=a["rate"],
+        duration=a["app_warmup"],
+        seed=a["seed"] + 1,
+        trigger=a["trigger"],
+        num_blocks=a["num_blocks"],
+        reduce=a["reduce"],
+        reduce_buckets=a["workers"],
+        finish_timeout=a["finish_timeout"],
+    )
+    run_workload(spark, spec, str(work / f"warm-up-{time.time_ns()}"), query_name="elastic_warm_up")
+    return time.time() - t0
+
+
+def prompt_elastic_command(
+    out: Annotated[
+        str | None,
+        typer.Option(metavar="DIR", help="where the report goes [default: runs/bench-prompt-elastic-<time>]"),
+    ] = None,
+    update_docs: Annotated[bool, typer.Option("--update-docs", help="write the report in docs/results")] = False,
+    workload: Annotated[str, typer.Option(help="a pane-mode aggregation workload (LR2S, CM1S, CM1T, CM2S)")] = "LR2S",
+    patterns: Annotated[str, typer.Option(help="rate patterns")] = ",".join(PATTERNS),
+    policies: Annotated[str, typer.Option(help="policies to compare")] = ",".join(POLICIES),
+    rate: Annotated[int, typer.Option(min=1, help="mean input rows/s")] = 8000,
+    amplitude: Annotated[float, typer.Option(min=0.0, max=0.95, help="0.6: a 4x swing (1.6 / 0.4)")] = 0.6,
+    period: Annotated[float, typer.Option(min=1.0, help="seconds per rate period")] = 72.0,
+    duration: Annotated[float, typer.Option(min=5.0, help="seconds of input per run")] = 72.0,
+    trigger: Annotated[float, typer.Option(min=0.1, help="batch interval (fixed admission), seconds")] = 3.0,
+    warmup: Annotated[float, typer.Option(min=0.0, help="seconds of input at the start not counted")] = 9.0,
+    app_warmup: Annotated[
+        float, typer.Option(min=0.0, help="seconds of unrecorded input per Spark application before its runs")
+    ] = 12.0,
+    workers: Annotated[int, typer.Option(min=2, help="standalone workers of 1 core each")] = 3,
+    worker_memory: Annotated[str, typer.Option(help="memory per worker")] = "1g",
+    executor_memory: Annotated[str, typer.Option(help="memory per executor")] = "512m",
+    reduce: Annotated[str, typer.Option(help="reduce allocator (hash, prompt)")] = "prompt",
+    idle_timeout: Annotated[float, typer.Option(min=1.0, help="dynamic allocation's executor idle timeout, s")] = 5.0,
+    seed: Annotated[int, typer.Option(min=0)] = 0,
+    port: Annotated[int, typer.Option(help="master port of the cluster this command starts")] = 7179,
+    master: Annotated[
+        str | None, typer.Option(help="use this running spark:// master instead of starting a cluster")
+    ] = None,
+) -> None:
+    """Alg. 4 vs static peak / static mean / Spark dynamic allocation: on-time share and executor-seconds."""
+    from adaptstream.allocation import ALLOCATORS
+    from adaptstream.bench.source import _git
+    from adaptstream.connectors.traffic import TRAFFIC
+    from adaptstream.errors import ConfigError
+    from adaptstream.outdirs import report_dir
+    from adaptstream.spark.executors import ExecutorControl, check_elastic_master
+    from adaptstream.spark.pane import pane_spec
+    from adaptstream.spark.session import build_spark
+    from adaptstream.workloads import WORKLOADS
+
+    target = report_dir("bench-prompt-elastic", out, update_docs)
+    signal.signal(signal.SIGTERM, _exit_on_term)  # a killed run still stops its cluster (finally blocks run)
+    pats = [p.strip().lower() for p in patterns.split(",") if p.strip()]
+    pols = [p.strip().lower() for p in policies.split(",") if p.strip()]
+    for p in pats:
+        TRAFFIC.get(p)
+    bad = [p for p in pols if p not in POLICIES]
+    if bad or not pols or not pats:
+        msg = f"--policies takes a comma list of {', '.join(POLICIES)} and --patterns at least one pattern"
+        raise ConfigError(msg)
+    pane_spec(WORKLOADS.get(workload))
+    ALLOCATORS.get(reduce)
+    if master is not None:
+        check_elastic_master(master)
+    if warmup >= duration:
+        msg = f"--warmup ({warmup:g} s) must be shorter than --duration ({duration:g} s)"
+        raise ConfigError(msg)
+    a: dict[str, Any] = {
+        "workload": WORKLOADS.get(workload).name,
+        "rate": rate,
+        "amplitude": amplitude,
+        "period": period,
+        "duration": duration,
+        "trigger": trigger,
+        "warmup": warmup,
+        "workers": workers,
+        "num_blocks": workers,
+        "worker_memory": worker_memory,
+        "executor_memory": executor_memory,
+        "reduce": reduce,
+        "seed": seed,
+        "finish_timeout": 120.0,
+        "app_warmup": app_warmup,
+        "load_sample_s": 5.0,
+        "patterns": pats,
+        "policies": pols,
+    }
+    pl = plans(workers, amplitude)
+    a.update(
+        static_peak=pl["static_peak"]["executors"],
+        static_mean=pl["static_mean"]["executors"],
+        prompt_initial=f"{pl['prompt']['executors']} executors and reduce buckets (the mean's plan)",
+        peak_rule=f"the cluster is sized so that the peak needs every worker: {workers}",
+        mean_rule=f"the mean rate needs 1 / (1 + amplitude) of the peak's executors, rounded up: "
+        f"ceil({workers} / {1 + amplitude:g}) = {pl['static_mean']['executors']}",
+        da_conf_note=f"idle timeout {idle_timeout:g} s, cached-executor and shuffle-tracking timeouts "
+        f"{2 * idle_timeout:g} s, backlog timeouts 1 s",
+        key_note="LR2S keys are (expressway, direction, segment); the generator adds an expressway per 400 rows/s "
+        "of rate and never removes one, so the key space grows with the first rise to the peak (distinct keys per "
+        "batch are in the JSON, `keys`)"
+        if workload.upper().startswith("LR")
+        else "this workload's key space does not grow with time (distinct keys per batch are in the JSON)",
+    )
+    meta: dict = {
+        "command": " ".join(["adaptstream", "bench", "prompt-elastic", *sys.argv[3:]]),
+        "git": _git(),
+        "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
+        "load_before": os.getloadavg(),
+        "started": time.time(),
+        "config": a,
+        "notes": [
+            f"Sizing: {len(pats)} pattern(s) x {len(pols)} policies, {duration:g} s of input each, "
+            f"{trigger:g}-s batches: about {len(pats) * len(pols) * (duration + 15) / 60:.0f} min of runs plus "
+            "cluster and application start-up, so that one invocation stays within about 15 min.",
+            "Map tasks: Alg. 4's planned map tasks are recorded per batch (`planned_map_tasks`) but not applied: "
+            f"the source's block count is fixed when a query starts, so every batch has {workers} input blocks; "
+            "executors follow the plan's max(map tasks, reduce buckets).",
+            (
+                f"Each Spark application first runs {app_warmup:g} s of unrecorded constant-rate input on every "
+                "worker's executor (Python workers started, Alg. 3 compiled); an executor added later during a run "
+                "starts cold, which is part of what scaling out costs."
+                if app_warmup > 0
+                else "No unrecorded warm-up run per Spark application (--app-warmup 0): the first run of each "
+                "application starts its Python workers and compiles Alg. 3 on every executor."
+            ),
+            "W counts the batch's own Spark jobs (pane executor: reference pass, map/reduce job, window emit); "
+            "time between batches (the source's planning) is not in W. Dataset latency (arrival to the end of "
+            "its batch) is reported beside it.",
+        ],
+    }
+    work = Path(tempfile.mkdtemp(prefix="adaptstream-bench-elastic-"))
+    pkg_parent = str(Path(__file__).resolve().parents[2])  # executors import this adaptstream, not another
+    base_conf = {
+        "spark.executor.memory": executor_memory,
+        "spark.executor.cores": "1",
+        "spark.executorEnv.PYTHONPATH": os.pathsep.join(x for x in (pkg_parent, os.environ.get("PYTHONPATH")) if x),
+    }
+    runs: list[dict] = []
+    t_start = time.time()
+    try:
+        with LoadSampler(a["load_sample_s"]) as sampler:
+            cluster = Cluster(workers, port, worker_memory, work) if master is None else None
+            url = cluster.__enter__() if cluster is not None else str(master)
+            try:
+                managed = [x for x in pols if x != "dynamic_allocation"]
+                groups = [managed, [x for x in pols if x == "dynamic_allocation"]]
+                for group in groups:
+                    if not group:
+                        continue
+                    da = group == ["dynamic_allocation"]
+                    conf = {**base_conf, **(da_conf(workers, idle_timeout) if da else {})}
+                    spark = build_spark(
+                        master=url,
+                        app_name=f"bench-prompt-elastic-{'da' if da else 'managed'}",
+                        shuffle_partitions=workers,
+                        conf=conf,
+                        log_file=str(work / "spark.log"),
+                    )
+                    try:
+                        ctl = None
+                        if not da:
+                            ctl = ExecutorControl(spark.sparkContext)
+                            ctl.wait_for(workers, timeout=120)
+                        if app_warmup > 0:
+                            secs = warm_up(spark, a, work, ctl)
+                            meta.setdefault("app_warmup_s", []).append(secs)
+                            typer.echo(f"  warm-up of the {'da' if da else 'managed'} application: {secs:.0f} s")
+                        for pattern in pats:
+                            for policy in group:
+                                t0 = time.time()
+                                run = run_one(spark, policy, pattern, a, work, ctl)
+                                runs.append(run)
+                                f = run_figures(run)
+                                typer.echo(
+                                    f"  {pattern:10s} {policy:18s} on time {f['on_time_share'] or 0:6.1%} "
+                                    f"exec-s {f['executor_seconds']:6.0f} batches {f['batches']:3d} "
+                                    f"({time.time() - t0:.0f} s){'  ' + run['error'] if 'error' in run else ''}"
+                                )
+                    finally:
+                        spark.stop()
+            finally:
+                if cluster is not None:
+                    cluster.__exit__()
+        meta["load_mean"] = sampler.mean()
+        meta["load_samples"] = sampler.samples
+    except BaseException:
+        typer.echo(f"bench prompt-elastic: failed; Spark's log and the cluster's logs are kept in {work}", err=True)
+        raise
+    if any("error" in r for r in runs):
+        typer.echo(f"  some runs failed; Spark's log and the cluster's logs are kept in {work}", err=True)
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+    meta.update(load_after=os.getloadavg(), finished=time.time(), wall_s=time.time() - t_start)
+    doc = write_report({"meta": meta, "runs": runs}, target)
+    for t in doc["targets"]:
+        verdict = "n/a" if t["met"] is None else ("met" if t["met"] else "missed")
+        typer.echo(f"  target {t['target']}: {verdict} ({t['measured']})")
+    typer.echo(f"bench prompt-elastic: report in {target / 'prompt_elastic.md'}")

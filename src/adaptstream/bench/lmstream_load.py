@@ -75,6 +75,14 @@ def backlog_grows(max_latency: np.ndarray, processing: np.ndarray) -> bool:
     return last > GROWTH[0] * max(mid, 0.0) and last - mid > GROWTH[1]
 
 
+def _shared(meta: dict) -> str:
+    """Say the machine was shared only when the recorded load shows it (above the core count at its worst)."""
+    worst = meta.get("load_max")
+    return (
+        "; above the core count at its worst: other work shared the machine" if worst and worst > meta["cpus"] else ""
+    )
+
+
 def judge(res: RunResult, slide: float) -> dict:
     """The per-run verdicts and figures the report is made of (see RULE)."""
     bs, counted, ds = _batches(res)
@@ -286,8 +294,7 @@ def write_report(data: dict, out: Path) -> Path:
         f"Spark {m.get('spark', '?')}, master {m.get('master', '?')}, spark.sql.shuffle.partitions=2.",
         f"1-minute load average: {_fmt(m['load_before'][0])} before, {_fmt((m.get('load_after') or [None])[0])} "
         f"after, mean {_fmt(m.get('load_mean'))} / max {_fmt(m.get('load_max'))} during the runs "
-        f"(on {m['cpus']} cores; other sessions shared the machine). Wall time {_fmt(m.get('wall_minutes'), '.1f')} "
-        "min.",
+        f"(on {m['cpus']} cores{_shared(m)}). Wall time {_fmt(m.get('wall_minutes'), '.1f')} min.",
         "",
         f"Sizing: {m['sizing']}",
         "",

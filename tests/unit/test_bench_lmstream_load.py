@@ -60,3 +60,14 @@ def test_backlog_is_queueing_growth_not_slower_batches():
     assert not backlog_grows(proc + np.array([0.3] * 6 + [1.0] * 3), proc)
     assert backlog_grows(proc + np.array([0.3, 0.4, 0.5, 0.8, 1.0, 1.3, 2.0, 2.6, 3.2]), proc)
     assert not backlog_grows(np.array([1.0, 2.0]), np.array([0.5, 0.5]))  # too few batches to tell
+
+
+def test_a_rate_lmstream_never_ran_is_not_a_miss():
+    """The time budget can stop a ladder after asap ran a rate and before lmstream did: not compared, not missed."""
+    runs = [_run("CM1S", "asap", 16000, True), _run("CM1S", "lmstream", 8000, True)]
+    first = targets(_data(runs))[0]
+    assert (
+        "does not: none" in first["figure"] and "not compared (lmstream not run there): CM1S 16000" in first["figure"]
+    )
+    runs.append(_run("CM1S", "lmstream", 16000, False))
+    assert "does not: CM1S 16000" in targets(_data(runs))[0]["figure"]

@@ -323,3 +323,19 @@ def test_lmstream_stops_buffering_when_the_load_ramps_up_on_a_recorded_trace():
     assert all(d["admit_delay"] <= 0 for d in a)
     assert any(d["admit_delay"] > 0.5 for d in z)
     assert ours.margin() > 1.0
+
+
+def test_lmstream_margin_covers_the_slow_batch_at_the_breaking_point_of_a_quiet_run():
+    """LR1S at 8000 rows/s on a quiet machine, where lmstream and asap both broke the 5 s bound: one batch took 4.25 s
+    against 1.91 s estimated. The margin grows to cover that error and the policy stops buffering (admits at once)."""
+    from adaptstream.admission.replay import replay_recorded
+
+    with open(os.path.join(os.path.dirname(GOLDEN), "traces", "LR1S-8000-lmstream-quiet.json")) as f:
+        trace = json.load(f)
+    policy = build_admission("lmstream", slide=5.0)
+    decisions = replay_recorded(policy, trace, after_gap=0.5)
+    worst = max(d["proc"] - d["est_proc"] for d in decisions if d["est_proc"] is not None)
+    assert worst > 2.0
+    assert policy.margin() >= worst - 1e-9
+    assert all(d["admit_delay"] <= 0 for d in decisions[-2:])
+    assert any(d["admit_delay"] > 1.0 for d in decisions)  # it did buffer while estimates held

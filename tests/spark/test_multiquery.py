@@ -75,9 +75,11 @@ def test_table3_and_debs_queries_under_klink_equal_batch_sql_and_report_output_l
         assert min(window_latencies(str(d))) > 0
         assert _rows_out_recorded(d) == n  # every result row counted once, from the Parquet footers
     sel = res.controller["selectivity"]
-    assert sorted(sel) == sorted(res.names)  # measured for every query, not the default
-    # the windows ending at 10 s close mid-run (20 s of input), so every query's output was attributed to a later
-    # batch; windowed aggregations write fewer rows than they read
+    # the DEBS windows ending at 10 s close mid-run (20 s of input), so their output reaches the scheduler as a
+    # measured selectivity; CM1S's 30 s windows may close only in the drain after its last data batch, whose rows
+    # out are recorded (checked above) but come too late to be attributed (docs/klink.md)
+    assert {"DEBS", "DEBSP"} <= set(sel) <= set(res.names), sel
+    # windowed aggregations write fewer rows than they read
     assert all(0 < v < 1 for v in sel.values()), sel
 
 

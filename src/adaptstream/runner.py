@@ -160,10 +160,16 @@ def source_options(spec: RunSpec, workload, run_dir: str) -> dict[str, str]:
             seed=str(spec.seed),
             path=os.path.join(run_dir, "input"),
         )
+    if spec.elastic is not None:  # Alg. 4's map tasks: the pane executor writes it, the source plans by it
+        opts["blocksFile"] = blocks_file(run_dir)
     if spec.drain:
         sentinel = os.path.join(run_dir, "sentinel.csv")
         opts.update(drain="true", sentinelPath=sentinel)
     return opts
+
+
+def blocks_file(run_dir: str) -> str:
+    return os.path.join(run_dir, "pane-state", "map_tasks.json")
 
 
 def check_spec(spec: RunSpec, run_dir: str) -> None:
@@ -341,6 +347,7 @@ def run_workload(
             elastic=elastic,
             executors=control,
             batch_interval=spec.trigger,
+            blocks_file=blocks_file(run_dir) if elastic is not None else None,
         )
     else:
         out = workload.stream_query(reader.load())

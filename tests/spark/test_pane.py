@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from adaptstream.elasticity.base import BatchStats, ElasticityPolicy, ExecutionPlan
 from adaptstream.spark.pane import PaneExecutor, bucket_route, read_results
 from adaptstream.workloads import WORKLOADS, LinearRoadGeneratorConfig, build_generator, write_dataset, write_run
 from adaptstream.workloads.io import dataset_file_name
@@ -31,7 +32,16 @@ def _write_input(out: Path, workload) -> None:
     write_run(gen, workload, out, [rate] * seconds)
 
 
-def _stream(spark, workload, input_dir: str, ex: PaneExecutor, work: Path, blocks: int = 3, partitioner: str = "hash"):
+def _stream(
+    spark,
+    workload,
+    input_dir: str,
+    ex: PaneExecutor,
+    work: Path,
+    blocks: int = 3,
+    partitioner: str = "hash",
+    extra: dict[str, str] | None = None,
+):
     reader = (
         spark.readStream.format("adaptstream")
         .schema(workload.generator_class().spark_schema_ddl)
@@ -43,6 +53,8 @@ def _stream(spark, workload, input_dir: str, ex: PaneExecutor, work: Path, block
     )
     if partitioner != "time":
         reader = reader.option("partitioner", partitioner).option("partitionKey", ",".join(workload.key_columns))
+    for k, v in (extra or {}).items():
+        reader = reader.option(k, v)
     df = reader.option("numBlocks", str(blocks)).load()
     q = df.writeStream.foreachBatch(ex).option("checkpointLocation", str(work / "checkpoint")).start()
     try:
@@ -149,6 +161,69 @@ def test_sigkill_of_the_driver_between_write_and_commit(spark, tmp_path):
     assert stats[done_before]["batch"] == killed_batch  # Spark replayed the batch the kill interrupted
     got, want = read_results(spark, str(work / "results")), _oracle(spark, w, str(tmp_path / "in"))
     assert compare_multisets(got, want) == []
+
+
+class _CyclingPlan(ElasticityPolicy):
+    """A scripted elasticity policy: map tasks 2, 4, 3, 2, 4, ... one step per completed batch."""
+
+    name = "cycling"
+    steps = (2, 4, 3)
+
+    def __init__(self) -> None:
+        self.i = 0
+
+    @property
+    def plan(self) -> ExecutionPlan:
+        return ExecutionPlan(self.steps[self.i % len(self.steps)], 3, 1)
+
+    def on_batch(self, stats: BatchStats) -> ExecutionPlan:
+        self.i += 1
+        return self.plan
+
+    def _state(self) -> dict:
+        return {"i": self.i}
+
+    def _load_state(self, state) -> None:
+        self.i = int(state["i"])
+
+
+def test_elastic_map_tasks_reach_the_next_batch(spark, tmp_path):
+    """Alg. 4's map-task decision after batch i is the number of Spark input partitions of batch i+1 (the source
+    reads the pane executor's blocks file), and the results still equal the oracle."""
+    w = WORKLOADS.get("LR2S")
+    _write_input(tmp_path / "in", w)
+    blocks_file = tmp_path / "state" / "map_tasks.json"
+    ex = PaneExecutor(
+        w,
+        "prompt",
+        3,
+        str(tmp_path / "state"),
+        str(tmp_path / "results"),
+        str(tmp_path / "metrics"),
+        elastic=_CyclingPlan(),
+        blocks_file=str(blocks_file),
+    )
+    _stream(
+        spark,
+        w,
+        str(tmp_path / "in"),
+        ex,
+        tmp_path,
+        blocks=5,
+        partitioner="time",
+        extra={"blocksFile": str(blocks_file)},
+    )
+    assert (
+        compare_multisets(read_results(spark, str(tmp_path / "results")), _oracle(spark, w, str(tmp_path / "in"))) == []
+    )
+    stats = [json.loads(line) for line in (tmp_path / "metrics" / "panes.jsonl").read_text().splitlines()]
+    planned = [_CyclingPlan.steps[0]] + [s["elastic"]["map_tasks"] for s in stats[:-1]]
+    data = [(s, want) for s, want in zip(stats, planned, strict=True) if s["rows"]]
+    assert len(data) >= 4
+    for s, want in data[:-1]:  # the last batch may hold fewer datasets than blocks (a dataset is never split)
+        assert s["map_tasks"] == want, (s["batch"], s["map_tasks"], want)
+    assert len({s["map_tasks"] for s, _ in data[:-1]}) >= 2  # the count changed between batches, never 5
+    assert json.loads(blocks_file.read_text())["after_batch"] == stats[-1]["batch"]
 
 
 def test_panes_of_closed_windows_are_dropped(tmp_path):

@@ -255,3 +255,18 @@ def test_undecodable_bytes_in_a_malformed_row_are_quarantined_not_fatal():
         (4, 18, "\\xfe,3,3"),
         (5, 24, "c,zz,1"),
     ]
+
+
+def test_block_count_file_overrides_num_blocks_and_bad_files_keep_it(tmp_path):
+    """Alg. 4's map tasks reach the source through ``blocksFile``; a missing or broken file is never fatal."""
+    from adaptstream.spark.planner import read_block_count, write_block_count
+
+    path = tmp_path / "map_tasks.json"
+    assert read_block_count(None, 3) == 3
+    assert read_block_count(str(path), 3) == 3  # not written yet
+    write_block_count(str(path), 5, after_batch=7)
+    assert read_block_count(str(path), 3) == 5
+    assert json.loads(path.read_text()) == {"map_tasks": 5, "after_batch": 7}
+    for bad in ("", "{", '{"map_tasks": 0}', '{"map_tasks": "x"}', '{"other": 2}', "[1]"):
+        path.write_text(bad)
+        assert read_block_count(str(path), 3) == 3, bad

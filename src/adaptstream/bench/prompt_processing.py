@@ -58,6 +58,18 @@ def batch_table(rows: int, z: float, keys: int, batch: int, seed: int):
     return pa.table({"ts": ts, "word": pa.array(words, pa.int64()), "one": pa.array(np.ones(rows, np.int32))})
 
 
+def stage_span_ms(tasks: list[dict]) -> float | None:
+    """Wall time of a stage from its tasks: first launch to last finish (what the stage took on this cluster)."""
+    spans = [(t["launch_ms"], t["launch_ms"] + t["duration_ms"]) for t in tasks if t.get("duration_ms") is not None]
+    return float(max(e for _, e in spans) - min(s for s, _ in spans)) if spans else None
+
+
+def executor_count(spark) -> int:
+    """Executors registered with the application (the driver's own entry excluded, except in local mode)."""
+    infos = spark.sparkContext.statusTracker().getExecutorInfos()
+    return max(1, len(infos) - 1) if not spark.sparkContext.master.startswith("local") else 1
+
+
 def run_config(spark, z: float, inp: str, alloc: str, a: dict, work: Path) -> list[dict]:
     """``a['batches']`` batches of one configuration; per batch the figures the report uses."""
     from adaptstream.partitioning import build_partitioner, key_hash
@@ -90,6 +102,7 @@ def run_config(spark, z: float, inp: str, alloc: str, a: dict, work: Path) -> li
                 "run_max_mean": float(run_ms.max() / run_ms.mean()) if run_ms.mean() > 0 else None,
                 "bound_max_mean": largest * a["buckets"] / stats["rows"],
                 "makespan_ms": float(run_ms.max()),
+                "stage_span_ms": stage_span_ms(stats["reduce_tasks"]),
                 "allocator_s": stats["allocator_s"],
                 "reference_s": stats["reference_s"],
                 "job_s": stats["job_s"],
@@ -154,6 +167,7 @@ def prompt_processing_command(
     try:
         for alloc in ALLOCATORS:  # warm-up: workers start, numba compiles Alg. 3 once per worker
             run_config(spark, 1.0, "hash", alloc, {**a, "batches": 1}, work / f"warm-{alloc}")
+        meta["executors"] = executor_count(spark)
         for z in zs:
             for inp in ins:
                 for alloc in ALLOCATORS:

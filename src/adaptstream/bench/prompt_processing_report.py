@@ -13,6 +13,32 @@ from pathlib import Path
 import numpy as np
 
 NAME = "prompt_processing"
+#: worker counts of the makespan projection (the issue's 8 and 16)
+PROJECTED_WORKERS = (8, 16)
+
+
+def lpt_makespan(costs: list[float], workers: int) -> float:
+    """Makespan of these task costs on ``workers`` identical workers, longest task first to the least-loaded
+    worker (Graham's LPT: within 4/3 of the optimum). A projection: it ignores scheduling and fetch costs."""
+    loads = [0.0] * max(1, int(workers))
+    for c in sorted(costs, reverse=True):
+        i = loads.index(min(loads))
+        loads[i] += c
+    return max(loads)
+
+
+def projection(r: dict) -> dict[tuple[float, str, str], dict]:
+    """(z, input, allocator) -> measured reduce-stage span and the projected makespan per worker count, mean over
+    the configuration's batches (computed from the recorded per-task run times; never measured)."""
+    out = {}
+    for c in r["results"]:
+        b = c["batches"]
+        spans = [x["stage_span_ms"] for x in b if x.get("stage_span_ms") is not None]
+        out[(c["z"], c["input"], c["allocator"])] = {
+            "span_ms": float(np.mean(spans)) if spans else None,
+            **{w: float(np.mean([lpt_makespan(x["run_ms"], w) for x in b])) for w in PROJECTED_WORKERS},
+        }
+    return out
 
 
 def _mean(rows: list[dict], key: str) -> float:
@@ -88,6 +114,23 @@ def _table(r: dict) -> list[str]:
                 f"{100 * p['split_share']:.0f} % | {1000 * p['allocator_s']:.1f} | "
                 f"{1000 * p['reference_s']:.0f} |"
             )
+    return lines
+
+
+def _projection_table(r: dict) -> list[str]:
+    p = projection(r)
+    ws = PROJECTED_WORKERS
+    head = " | ".join(f"hash {w} w | prompt {w} w | hash/prompt {w} w" for w in ws)
+    lines = [
+        f"| z | input | measured span hash (ms) | measured span prompt (ms) | {head} |",
+        "|---|---|---|---|" + "---|" * (3 * len(ws)),
+    ]
+    for z in sorted({k[0] for k in p}):
+        for i in dict.fromkeys(k[1] for k in p if k[0] == z):
+            h, q = p[(z, i, "hash")], p[(z, i, "prompt")]
+            cols = " | ".join(f"{h[w]:.0f} | {q[w]:.0f} | {h[w] / q[w]:.2f}" if q[w] else "- | - | -" for w in ws)
+            span = " | ".join("-" if x["span_ms"] is None else f"{x['span_ms']:.0f}" for x in (h, q))
+            lines.append(f"| {z:g} | {i} | {span} | {cols} |")
     return lines
 
 
@@ -170,6 +213,22 @@ def write_report(r: dict, target: Path) -> None:
         "so they stay hashed. Where a single key holds more than 1/R of the batch (the bound above 1), no "
         "key-atomic allocation is balanced.",
     ]
+    if all("run_ms" in b for x in r["results"] for b in x["batches"]):
+        execs = m.get("executors")
+        lines += [
+            "",
+            "## Reduce-stage makespan: measured, and projected to 8 and 16 workers (a projection, not a run)",
+            "",
+            f"`measured span`: first task launch to last task end of the reduce stage on this run's "
+            f"`{a['master']}`" + (f" ({execs} executor(s))" if execs else "") + ", mean over batches (Spark's task "
+            "times). `hash W w`, `prompt W w`: **projected** makespan in ms of the same reduce tasks on W identical "
+            "one-core workers, computed from each task's measured executor run time by longest-task-first "
+            "scheduling (`lpt_makespan`); it leaves out task launch and shuffle-fetch costs, which grow with W, and "
+            f"with {a['buckets']} reduce buckets no more than {a['buckets']} workers can be busy at once. "
+            "`hash/prompt`: how much longer hashing's stage would take.",
+            "",
+            *_projection_table(r),
+        ]
     ref = [b["reference_s"] for x in r["results"] for b in x["batches"]]
     lines += [
         "",

@@ -39,7 +39,7 @@ from adaptstream.metrics.recorder import MetricsRecorder
 from adaptstream.policy import PolicyStateFile
 from adaptstream.spark.accounting import Accountant, Planned, Quarantine
 from adaptstream.spark.options import SourceOptions
-from adaptstream.spark.planner import DriverPlanner, plan_ranges, plan_slices
+from adaptstream.spark.planner import DriverPlanner, plan_ranges, plan_slices, read_block_count
 from adaptstream.spark.read import SlicePartition, read_partition
 
 FORMAT = "adaptstream"
@@ -334,7 +334,7 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         end = s + len(refs)
         self._admissions[end] = (now, est)
         if self.planner is not None:
-            self.planner.release(self.opts.num_blocks)
+            self.planner.release(self._num_blocks())
         return self._offset(end)
 
     def _poll_connector(self) -> None:
@@ -389,14 +389,15 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         # .get, not .pop: a query that reads the source twice (a self-join) plans the same range twice.
         # A replay after a restart was never admitted by this process: its admission time is now.
         admitted_at, est = self._admissions.get(e, (t0, None))
+        num_blocks = self._num_blocks()
         if self.planner is not None:
-            parts, block_rows = self.planner.plan(refs, self.opts.num_blocks)
+            parts, block_rows = self.planner.plan(refs, num_blocks)
             blocks: list[list[int]] = []
         else:
             if self.redis is not None:
                 parts = plan_ranges(
                     refs,
-                    self.opts.num_blocks,
+                    num_blocks,
                     self.opts.max_partition_bytes,
                     self.parts_dir,
                     self.redis.addr,
@@ -404,11 +405,14 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
                     self.opts.redis_timeout,
                 )
             else:
-                parts = plan_slices(refs, self.opts.num_blocks, self.opts.max_partition_bytes, self.parts_dir)
+                parts = plan_slices(refs, num_blocks, self.opts.max_partition_bytes, self.parts_dir)
             block_rows = None
             blocks = [[x.seq for x in (p.slices if isinstance(p, SlicePartition) else p.ranges)] for p in parts]  # type: ignore[attr-defined]
         self.accounts.inflight = Planned(s, e, admitted_at, t0, est, refs, blocks, block_rows, time.time() - t0)
         return parts
+
+    def _num_blocks(self) -> int:
+        return read_block_count(self.opts.blocks_file, self.opts.num_blocks)
 
     def read(self, partition: InputPartition):
         return read_partition(partition, self.schema, self.fmt)

@@ -17,6 +17,7 @@ from adaptstream.timeparse import parse_duration
 CONNECTORS = ("files", "generator", "redis")
 _KNOWN = {
     "connector",
+    "blocksfile",
     "path",
     "fileformat",
     "header",
@@ -172,6 +173,7 @@ class SourceOptions:
     sentinel_path: str | None = None
     partitioner: str = "time"
     num_blocks: int = 2
+    blocks_file: str | None = None  # a file whose integer overrides num_blocks per batch (Alg. 4's map tasks)
     partition_key: tuple[str, ...] = ()
     partition_window: float = 0.0
     partitioner_params: str = ""
@@ -245,6 +247,7 @@ class SourceOptions:
             sentinel_path=opts.get("sentinelpath"),
             partitioner=opts.get("partitioner", "time").lower(),
             num_blocks=_int(opts.get("numblocks", "2"), "numBlocks", minimum=1),
+            blocks_file=opts.get("blocksfile") or None,
             partition_key=tuple(c.strip() for c in opts.get("partitionkey", "").split(",") if c.strip()),
             partition_window=parse_duration(opts.get("partitionwindow", "0")),
             partitioner_params=opts.get("partitionerparams", ""),

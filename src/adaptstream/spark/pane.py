@@ -277,6 +277,7 @@ class PaneExecutor:
         elastic: ElasticityPolicy | None = None,
         executors: ExecutorControl | None = None,
         batch_interval: float = 1.0,
+        blocks_file: str | None = None,
     ) -> None:
         from adaptstream.allocation import ALLOCATORS
 
@@ -300,10 +301,21 @@ class PaneExecutor:
         self.elastic = elastic
         self.executor_control = executors
         self.batch_interval = float(batch_interval)
-        if elastic is not None:
-            self.buckets = elastic.plan.reduce_buckets
+        # the source's blocksFile: Alg. 4's map tasks reach the next batch's input partitions through it
+        self.blocks_file = os.path.abspath(blocks_file) if blocks_file else None
         os.makedirs(self.panes_dir, exist_ok=True)
         os.makedirs(self.meta_dir, exist_ok=True)
+        if elastic is not None:
+            self.buckets = elastic.plan.reduce_buckets
+            if self.blocks_file and not os.path.exists(self.blocks_file):  # a restart keeps the last decision
+                self._apply_map_tasks(elastic.plan.map_tasks, None)
+
+    def _apply_map_tasks(self, map_tasks: int, after_batch: int | None) -> None:
+        if self.blocks_file:
+            from adaptstream.spark.planner import write_block_count
+
+            os.makedirs(os.path.dirname(self.blocks_file), exist_ok=True)
+            write_block_count(self.blocks_file, map_tasks, after_batch)
 
     # -- state of earlier batches
     def _meta(self, batch_id: int) -> dict | None:
@@ -433,6 +445,7 @@ class PaneExecutor:
             self._elastic_path(), {"after": batch_id, "state": self.elastic.state_dict(), "prev": before}
         )
         self.buckets = plan.reduce_buckets
+        self._apply_map_tasks(plan.map_tasks, batch_id)
         out = {
             "load": stats["batch_s"] / self.batch_interval,
             "map_tasks": plan.map_tasks,

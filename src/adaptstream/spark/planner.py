@@ -13,7 +13,9 @@ the measured cost.
 from __future__ import annotations
 
 import itertools
+import json
 import math
+import os
 import time
 from collections.abc import Callable
 
@@ -51,6 +53,30 @@ def group_by_bytes(sizes: list[int], n: int) -> list[tuple[int, int]]:
         cuts.append(min(max(c, cuts[-1] + 1), len(sizes) - (n - k)))
     cuts.append(len(sizes))
     return [(a, b) for a, b in itertools.pairwise(cuts) if b > a]
+
+
+def read_block_count(path: str | None, default: int) -> int:
+    """The map-task count an elasticity policy asked for (``blocksFile``), else ``default``.
+
+    The pane executor writes the file in the driver after each batch; the source reads it when it plans the next
+    one, so Prompt Alg. 4's map-task decision reaches Spark's input partitions without restarting the query. A
+    missing or unreadable file keeps the configured count: the query never stops over a tuning hint."""
+    if not path:
+        return default
+    try:
+        with open(path) as f:
+            n = int(json.load(f)["map_tasks"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return default
+    return n if n >= 1 else default
+
+
+def write_block_count(path: str, map_tasks: int, after_batch: int | None) -> None:
+    """Atomically (rename) record the map tasks for the batches after ``after_batch``."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump({"map_tasks": int(map_tasks), "after_batch": after_batch}, f)
+    os.replace(tmp, path)
 
 
 def plan_slices(

@@ -29,6 +29,7 @@ def stage_tasks(sc: Any, stage_id: int, attempt: int = 0, limit: int = 100_000) 
                 "shuffle_records": int(m.shuffleReadMetrics().recordsRead()),
                 "shuffle_written": int(m.shuffleWriteMetrics().recordsWritten()),
                 "executor": str(t.executorId()),
+                "launch_ms": int(t.launchTime().getTime()),
             }
         )
     return out

@@ -19,6 +19,7 @@ import pytest
 
 from adaptstream.admission import ADMISSION, BatchOutcome, PendingDataset, build_admission
 from adaptstream.allocation import ALLOCATORS, build_allocator
+from adaptstream.devices import DEVICE_MAPPERS, TABLE_II, DeviceOutcome, OpNode, build_device_mapper
 from adaptstream.elasticity import ELASTICITY, BatchStats, build_elasticity
 from adaptstream.errors import ConfigError, UnknownNameError
 from adaptstream.partitioning import PARTITIONERS, build_partitioner
@@ -198,6 +199,30 @@ class ElasticityDriver:
         pass
 
 
+class DeviceDriver:
+    """A query whose operator chain and partition size change per batch; throughput grows with the share of
+    operators on the GPU when partitions are large and falls when they are small (noise on both)."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.clock = ManualClock(0.0)
+        self.kinds = sorted(TABLE_II)
+
+    def step(self, policy: Any) -> Any:
+        rng = self.rng
+        plan = [OpNode(f"op{i}", str(rng.choice(self.kinds))) for i in range(int(rng.integers(1, 7)))]
+        part = float(rng.lognormal(np.log(150_000), 1.5))
+        devices = policy.map(plan, part)
+        gpu_share = sum(d == "gpu" for d in devices) / len(devices)
+        speedup = 1 + gpu_share * np.tanh(np.log(part / 150_000))
+        self.clock.advance(1.0)
+        policy.on_batch(DeviceOutcome(1e5 * speedup * rng.uniform(0.9, 1.1), float(rng.uniform(0.5, 2.0)), part))
+        return round(part), tuple(devices)
+
+    def settle(self, policy: Any) -> None:
+        pass  # the regression's history is a ring buffer
+
+
 @dataclass(frozen=True)
 class Family:
     name: str
@@ -212,6 +237,7 @@ FAMILIES = [
     Family("scheduler", SCHEDULERS, build_scheduler, SchedulerDriver),
     Family("allocator", ALLOCATORS, build_allocator, AllocatorDriver),
     Family("elasticity", ELASTICITY, build_elasticity, ElasticityDriver),
+    Family("device mapper", DEVICE_MAPPERS, build_device_mapper, DeviceDriver),
 ]
 
 #: every registered policy with its defaults, and the non-default settings whose state differs in kind
@@ -307,6 +333,7 @@ def test_restart_without_the_snapshot_would_be_noticed(family, name, params):
     stateless = {("admission", n) for n in stateless} | {("partitioner", n) for n in stateless}
     stateless |= {("scheduler", "default"), ("scheduler", "fair")}
     stateless |= {("allocator", n) for n in ALLOCATORS.names()} | {("elasticity", "static")}
+    stateless |= {("device mapper", "cpu"), ("device mapper", "gpu")}
     reference = _uninterrupted(family, name, params, seed=11, steps=300)
     differs = any(
         _run(family, name, params, seed=11, steps=300, restart_at=at, restore=False) != reference
@@ -412,13 +439,14 @@ def test_every_policy_builds_and_snapshots_without_spark():
         "from adaptstream.allocation import ALLOCATORS, build_allocator\n"
         "from adaptstream.elasticity import ELASTICITY, build_elasticity\n"
         "from adaptstream.scheduling import SCHEDULERS, build_scheduler\n"
+        "from adaptstream.devices import DEVICE_MAPPERS, build_device_mapper\n"
         "built = [build_admission(n) for n in ADMISSION] + [build_partitioner(n) for n in PARTITIONERS]\n"
         "built += [build_allocator(n) for n in ALLOCATORS] + [build_elasticity(n) for n in ELASTICITY]\n"
-        "built += [build_scheduler(n) for n in SCHEDULERS]\n"
+        "built += [build_scheduler(n) for n in SCHEDULERS] + [build_device_mapper(n) for n in DEVICE_MAPPERS]\n"
         "print(len(json.dumps([p.state_dict() for p in built])) > 0, len(built))\n"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert res.returncode == 0, res.stderr[-2000:]
     total = len(ADMISSION.names()) + len(PARTITIONERS.names()) + len(ALLOCATORS.names()) + len(ELASTICITY.names())
-    total += len(SCHEDULERS.names())
+    total += len(SCHEDULERS.names()) + len(DEVICE_MAPPERS.names())
     assert res.stdout.split() == ["True", str(total)]

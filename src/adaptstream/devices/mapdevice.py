@@ -1,0 +1,148 @@
+"""LMStream's MapDevice (Alg. 2, Eq. 7-10): a device per operator from the data partition size, and an inflection
+point re-estimated after every micro-batch.
+
+Eq. 7/8: CPU(o) = baseCost_o * Part / InfPT, GPU(o) = baseCost_o * InfPT / Part (Table II base costs).
+Eq. 9: Trans(o) = baseTransCost * Part / InfPT (initial baseTransCost 0.1), added to the GPU's cost for the first
+and last operator and after a CPU operator (the data must move to the GPU), to the CPU's cost otherwise. Alg. 2
+starts from every operator on the GPU and moves an operator to the CPU when its GPU cost is higher.
+
+Eq. 10: InfPT = b0 + b1 * throughput + b2 * latency, fitted by least squares over a bounded history of
+(throughput, max latency, InfPT used) per batch and evaluated at the target throughput (the highest seen) and the
+target latency (the window slide for sliding windows, Eq. 2, else the mean latency seen, Eq. 3).
+
+Deviations, each needed to make the paper's loop work and documented in docs/mapdevice.md:
+* The paper does not say how ties are broken; an exact tie goes to the operator's Table II preference (Alg. 2's
+  strict ``GPU > CPU`` test sends neutral operators to the GPU).
+* With one InfPT in the whole history the regression has nothing to fit (every target equal) and would never move.
+  Each batch therefore runs at the current estimate times (1 +/- ``explore``), alternating; the estimate itself
+  is the regression's prediction.
+* A prediction moves the estimate at most by ``max_step`` (x or /) per batch and stays within
+  [``min_inflection``, ``max_inflection``]: one noisy batch must not flip every operator.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from adaptstream.devices.base import CPU, GPU, DeviceMapper, DeviceOutcome, OpNode, op_kind
+from adaptstream.errors import ConfigError
+
+
+def device_costs(kind: str, part: float, infpt: float) -> tuple[float, float]:
+    """(CPU cost, GPU cost) of one operator before transitions: Eq. 7 and Eq. 8."""
+    base = op_kind(kind).base_cost
+    if part <= 0:
+        return 0.0, float("inf")
+    return base * part / infpt, base * infpt / part
+
+
+def map_plan(plan: list[OpNode], part: float, infpt: float, base_trans: float) -> tuple[list[str], list[dict]]:
+    """Alg. 2 over the operator chain; returns the devices and, per operator, the costs it compared."""
+    devices = [GPU] * len(plan)
+    detail = []
+    for i, op in enumerate(plan):
+        cpu, gpu = device_costs(op.kind, part, infpt)
+        trans = base_trans * part / infpt  # Eq. 9
+        if i == 0 or i == len(plan) - 1 or devices[i - 1] == CPU:
+            gpu += trans
+        else:
+            cpu += trans
+        if gpu > cpu or (gpu == cpu and op_kind(op.kind).preference == CPU):
+            devices[i] = CPU
+        detail.append({"op": op.name, "cpu": cpu, "gpu": gpu, "device": devices[i]})
+    return devices, detail
+
+
+class MapDevice(DeviceMapper):
+    name = "mapdevice"
+
+    def __init__(self, cfg: MapDeviceConfig) -> None:
+        self.cfg = cfg
+        self._infpt = float(cfg.initial_inflection)
+        self._batches = 0
+        self._history: deque[tuple[float, float, float]] = deque(maxlen=cfg.history)
+        self.last_detail: list[dict] = []
+
+    @property
+    def inflection_point(self) -> float:
+        return self._infpt
+
+    def batch_inflection(self) -> float:
+        """The InfPT the next batch runs at: the estimate, nudged alternately up and down (exploration)."""
+        sign = 1.0 if self._batches % 2 == 0 else -1.0
+        return self._infpt * (1.0 + sign * self.cfg.explore)
+
+    def map(self, plan: list[OpNode], partition_bytes: float) -> list[str]:
+        devices, self.last_detail = map_plan(plan, partition_bytes, self.batch_inflection(), self.cfg.base_trans_cost)
+        return devices
+
+    def on_batch(self, outcome: DeviceOutcome) -> None:
+        self._history.append((outcome.throughput, outcome.max_latency, self.batch_inflection()))
+        self._batches += 1
+        pred = self.regress()
+        if pred is not None:
+            lo, hi = self._infpt / self.cfg.max_step, self._infpt * self.cfg.max_step
+            self._infpt = float(np.clip(pred, max(lo, self.cfg.min_inflection), min(hi, self.cfg.max_inflection)))
+
+    def regress(self) -> float | None:
+        """Eq. 10 over the history, evaluated at the target throughput and latency; None while it cannot be fit."""
+        if len(self._history) < self.cfg.min_history:
+            return None
+        h = np.asarray(self._history, float)
+        thr, lat, ipt = h[:, 0], h[:, 1], h[:, 2]
+        if np.ptp(ipt) == 0:
+            return None
+        target_lat = self.cfg.slide if self.cfg.slide > 0 else float(lat.mean())
+        x = np.column_stack([thr, lat])
+        mu, sd = x.mean(axis=0), x.std(axis=0)
+        sd[sd == 0] = 1.0
+        design = np.column_stack([np.ones(len(h)), (x - mu) / sd])
+        beta, *_ = np.linalg.lstsq(design, ipt, rcond=None)
+        at = np.array([1.0, *((np.array([thr.max(), target_lat]) - mu) / sd)])
+        pred = float(at @ beta)
+        return pred if np.isfinite(pred) and pred > 0 else None
+
+    def _state(self) -> dict[str, Any]:
+        return {"infpt": self._infpt, "batches": self._batches, "history": [list(x) for x in self._history]}
+
+    def _load_state(self, state: Mapping[str, Any]) -> None:
+        self._infpt = float(state["infpt"])
+        self._batches = int(state["batches"])
+        self._history = deque((tuple(map(float, x)) for x in state["history"]), maxlen=self.cfg.history)  # type: ignore[misc]
+
+
+@dataclass(frozen=True)
+class MapDeviceConfig:
+    """MapDevice's parameters; the defaults are the paper's where it gives one."""
+
+    initial_inflection: float = 150_000.0  # bytes per partition (the paper's 150 KB)
+    base_trans_cost: float = 0.1  # Eq. 9's initial baseTransCost
+    slide: float = 0.0  # seconds: target latency of a sliding window (Eq. 2); 0 = tumbling, the mean (Eq. 3)
+    history: int = 64  # batches the regression keeps (bounded: the paper notes it must not grow forever)
+    min_history: int = 6
+    explore: float = 0.05
+    max_step: float = 2.0
+    min_inflection: float = 1_000.0
+    max_inflection: float = 1e9
+
+    def __post_init__(self) -> None:
+        checks = (
+            (self.initial_inflection > 0, "initial_inflection must be > 0 bytes"),
+            (self.base_trans_cost >= 0, "base_trans_cost must be >= 0"),
+            (self.slide >= 0, "slide must be >= 0 seconds"),
+            (self.history >= 3 and 3 <= self.min_history <= self.history, "need 3 <= min_history <= history"),
+            (0 <= self.explore < 1, "explore must be in [0, 1)"),
+            (self.max_step > 1, "max_step must be > 1"),
+            (0 < self.min_inflection <= self.max_inflection, "need 0 < min_inflection <= max_inflection"),
+        )
+        for ok, msg in checks:
+            if not ok:
+                raise ConfigError(f"mapdevice: {msg}")
+
+    def build(self) -> MapDevice:
+        return MapDevice(self)

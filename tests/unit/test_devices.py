@@ -1,0 +1,231 @@
+"""Device mapping (LMStream Alg. 2, Eq. 7-10) without Spark, and the operator backends: golden decisions on
+hand-built plans, the inflection-point regression on seeded histories, CPU operators against plain numpy, and
+(marked ``gpu``, run where a CUDA GPU exists) GPU operators equal to the CPU ones."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from adaptstream.devices import DeviceOutcome, OpNode, build_device_mapper, transitions
+from adaptstream.devices.mapdevice import MapDeviceConfig, map_plan
+from adaptstream.devices.operators import Aggregate, Expand, Filter, Join, Project, Sort, gpu_available
+from adaptstream.devices.pipeline import CHAINS, run_chain
+from adaptstream.errors import ConfigError, UnknownNameError
+from adaptstream.workloads import build_generator
+
+
+def _data(gen: str, seconds: int, rate: int, seed: int = 1) -> pa.Table:
+    g = build_generator(gen, seed=seed)
+    return pa.concat_tables([g.generate(k, rate) for k in range(seconds)])
+
+
+def _plan(*kinds: str) -> list[OpNode]:
+    return [OpNode(f"{k}{i}", k) for i, k in enumerate(kinds)]
+
+
+# -- Alg. 2 -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("part", "want"),
+    [
+        (10, ["cpu", "cpu", "cpu"]),  # far below the inflection point: the CPU everywhere
+        (100, ["cpu", "cpu", "cpu"]),  # at it: the first operator pays the copy to the GPU, then every next one
+        (106, ["gpu", "gpu", "gpu"]),  # just above: the GPU's saving beats the copy
+        (1000, ["gpu", "gpu", "gpu"]),
+    ],
+)
+def test_alg2_golden_filter_project_aggregate(part, want):
+    assert map_plan(_plan("filter", "project", "aggregate"), part, 100, 0.1)[0] == want
+
+
+def test_alg2_last_operator_pays_the_copy_back():
+    # filter (base 1.0) gains more than the copy at 1.06 x InfPT; sort (base 0.8), the last operator, does not
+    assert map_plan(_plan("filter", "sort"), 106, 100, 0.1)[0] == ["gpu", "cpu"]
+    devices, detail = map_plan(_plan("scan", "filter", "project", "join", "sort"), 106, 100, 0.1)
+    assert devices == ["cpu", "gpu", "gpu", "gpu", "cpu"]  # cheap ends on the CPU, the middle on the GPU
+    assert transitions(devices) == 2
+    assert detail[2]["cpu"] == pytest.approx(0.9 * 1.06 + 0.1 * 1.06)  # a middle op after the GPU: copy on the CPU
+
+
+def test_alg2_ties_go_to_the_table_ii_preference():
+    # no copy cost and Part == InfPT: both devices cost the base cost
+    assert map_plan(_plan("filter", "project", "sort"), 100, 100, 0.0)[0] == ["cpu", "gpu", "gpu"]
+
+
+def test_empty_partition_maps_to_the_cpu():
+    assert map_plan(_plan("filter", "sort"), 0, 100, 0.1)[0] == ["cpu", "cpu"]
+
+
+def test_transitions_count_host_copies():
+    assert transitions([]) == 0
+    assert transitions(["cpu", "cpu"]) == 0
+    assert transitions(["gpu"]) == 2
+    assert transitions(["cpu", "gpu", "cpu", "gpu"]) == 4
+
+
+# -- Eq. 10 -------------------------------------------------------------------------------------------------
+def _feed(mapper, n: int, throughput_of, latency: float = 1.0, seed: int = 0) -> list[float]:
+    rng = np.random.default_rng(seed)
+    seen = []
+    for _ in range(n):
+        ipt = mapper.batch_inflection()
+        mapper.map(_plan("filter", "aggregate"), 150_000)
+        mapper.on_batch(DeviceOutcome(throughput_of(ipt) * rng.uniform(0.98, 1.02), latency, 150_000))
+        seen.append(mapper.inflection_point)
+    return seen
+
+
+def test_regression_moves_toward_the_inflection_point_of_the_highest_throughput():
+    up = build_device_mapper("mapdevice", slide=1.0)
+    seen = _feed(up, 30, lambda ipt: 1e5 * ipt / 150_000)  # a higher InfPT gave more throughput
+    assert seen[-1] > 150_000 * 1.5
+    down = build_device_mapper("mapdevice", slide=1.0)
+    seen = _feed(down, 30, lambda ipt: 1e5 * 150_000 / ipt)
+    assert seen[-1] < 150_000 / 1.5
+
+
+def test_regression_waits_for_min_history_and_moves_at_most_max_step():
+    m = build_device_mapper("mapdevice", slide=1.0, min_history=6, max_step=2.0)
+    seen = _feed(m, 5, lambda ipt: 1e5 * ipt)
+    assert seen == [150_000.0] * 5
+    seen = _feed(m, 1, lambda ipt: 1e5 * ipt)
+    assert 150_000.0 < seen[-1] <= 300_000.0
+
+
+def test_inflection_point_converges_on_a_flat_response():
+    """Throughput independent of the mapping: the estimate settles (< 10 % change over the last 20 batches)."""
+    m = build_device_mapper("mapdevice", slide=1.0)
+    seen = _feed(m, 80, lambda ipt: 1e5, seed=3)
+    last = seen[-20:]
+    assert (max(last) - min(last)) / min(last) < 0.10
+
+
+def test_history_is_bounded_and_restored():
+    m = build_device_mapper("mapdevice", history=16, min_history=4)
+    _feed(m, 500, lambda ipt: 1e5 * np.sqrt(ipt))
+    state = json.loads(json.dumps(m.state_dict()))
+    assert len(state["state"]["history"]) == 16
+    twin = build_device_mapper("mapdevice", history=16, min_history=4)
+    twin.load_state_dict(state)
+    assert _feed(twin, 10, lambda ipt: 1e5, seed=9) == _feed(m, 10, lambda ipt: 1e5, seed=9)
+
+
+def test_bad_parameters_and_names():
+    with pytest.raises(ConfigError, match="initial_inflection"):
+        MapDeviceConfig(initial_inflection=0)
+    with pytest.raises(ConfigError, match="min_history"):
+        MapDeviceConfig(history=4, min_history=5)
+    with pytest.raises(UnknownNameError, match="valid choices: cpu, gpu, mapdevice"):
+        build_device_mapper("fpga")
+    with pytest.raises(ConfigError, match="unknown operator kind 'window'; valid choices: aggregate"):
+        OpNode("w", "window")
+    with pytest.raises(ConfigError, match="valid choices: <"):
+        Filter("x", "!=", 1)
+
+
+def test_one_device_baselines():
+    plan = _plan("filter", "sort", "join")
+    assert build_device_mapper("cpu").map(plan, 1e9) == ["cpu"] * 3
+    assert build_device_mapper("gpu").map(plan, 1.0) == ["gpu"] * 3
+
+
+# -- CPU operators against plain numpy ------------------------------------------------------------------------
+@pytest.fixture
+def table() -> pa.Table:
+    rng = np.random.default_rng(5)
+    n = 2_000
+    return pa.table(
+        {
+            "k": rng.integers(0, 40, n).astype(np.int64),
+            "g": rng.integers(0, 3, n).astype(np.int64),
+            "ts": rng.integers(0, 100, n).astype(np.int64),
+            "v": rng.normal(10, 3, n),
+        }
+    )
+
+
+def test_cpu_filter_project_sort(table):
+    v = table.column("v").to_numpy()
+    assert Filter("v", "<", 9.0).cpu(table).num_rows == int((v < 9.0).sum())
+    p = Project(("k",), (("w", "v", 2.0, 1.0),)).cpu(table)
+    assert p.column_names == ["k", "w"]
+    np.testing.assert_allclose(p.column("w").to_numpy(), 2 * v + 1)
+    s = Sort("v", descending=True).cpu(table).column("v").to_numpy()
+    assert (np.diff(s) <= 0).all() and len(s) == table.num_rows
+
+
+def test_cpu_expand_gives_every_window_of_each_row(table):
+    out = Expand("ts", 30, 10).cpu(table)
+    assert out.num_rows == 3 * table.num_rows
+    ts, ws = out.column("ts").to_numpy(), out.column("window_start").to_numpy()
+    assert ((ws <= ts) & (ts < ws + 30) & (ws % 10 == 0)).all()
+    assert len({(t, w) for t, w in zip(ts.tolist(), ws.tolist(), strict=True)}) == len(
+        set(zip(ts.tolist(), ws.tolist(), strict=True))
+    )
+
+
+def test_cpu_aggregate_and_join_match_numpy(table):
+    agg = Aggregate(("k", "g"), "v").cpu(table).to_pylist()
+    k, g, v = (table.column(c).to_numpy() for c in ("k", "g", "v"))
+    for row in agg:
+        sel = (k == row["k"]) & (g == row["g"])
+        assert row["count"] == int(sel.sum())
+        assert row["sum_v"] == pytest.approx(float(v[sel].sum()))
+    assert sum(r["count"] for r in agg) == table.num_rows
+    dim = pa.table({"k": np.arange(0, 40, 2, dtype=np.int64), "name": np.arange(20, dtype=np.int64) * 10})
+    joined = Join("k", dim).cpu(table)
+    assert joined.num_rows == int((k % 2 == 0).sum())
+    assert (joined.column("name").to_numpy() == joined.column("k").to_numpy() * 5).all()
+
+
+def test_chain_on_the_cpu_runs_every_table_iii_chain():
+    for name, (gen, chain) in CHAINS.items():
+        data = _data(gen, 20, 500)
+        run = run_chain(data, chain(), ["cpu"] * len(chain()))
+        assert run.result.num_rows > 0, name
+        assert run.transitions == 0 and run.transfer_seconds == 0.0
+
+
+# -- GPU == CPU (run where a CUDA GPU exists) -------------------------------------------------------------------
+def _canon(t: pa.Table) -> list[tuple]:
+    cols = sorted(t.column_names)
+    rows = zip(*(t.column(c).to_pylist() for c in cols), strict=True)
+    return sorted(tuple(round(x, 6) if isinstance(x, float) else x for x in r) for r in rows)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU with CuPy")
+def test_gpu_operators_equal_cpu(table):
+    from adaptstream.devices.operators import to_gpu, to_host
+
+    dim = pa.table({"k": np.arange(0, 40, 2, dtype=np.int64), "name": np.arange(20, dtype=np.int64)})
+    ops = [
+        Filter("v", "<", 9.0),
+        Project(("k", "ts"), (("w", "v", 2.0, 1.0),)),
+        Expand("ts", 30, 10),
+        Aggregate(("k", "g"), "v"),
+        Join("k", dim),
+        Sort("v", descending=True),
+    ]
+    for op in ops:
+        assert _canon(to_host(op.gpu(to_gpu(table)))) == _canon(op.cpu(table)), op.name
+    s = to_host(Sort("v", descending=True).gpu(to_gpu(table))).column("v").to_numpy()
+    assert (np.diff(s) <= 0).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU with CuPy")
+@pytest.mark.parametrize("name", sorted(CHAINS))
+def test_gpu_and_mixed_chains_equal_cpu(name):
+    gen, chain = CHAINS[name]
+    data = _data(gen, 20, 2_000, seed=2)
+    ops = chain()
+    want = _canon(run_chain(data, ops, ["cpu"] * len(ops)).result)
+    assert _canon(run_chain(data, ops, ["gpu"] * len(ops)).result) == want
+    mixed = ["gpu" if i % 2 else "cpu" for i in range(len(ops))]
+    run = run_chain(data, ops, mixed)
+    assert _canon(run.result) == want
+    assert run.transitions == transitions(mixed) > 0

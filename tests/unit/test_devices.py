@@ -183,7 +183,7 @@ def test_cpu_aggregate_and_join_match_numpy(table):
 
 def test_chain_on_the_cpu_runs_every_table_iii_chain():
     for name, (gen, chain) in CHAINS.items():
-        data = _data(gen, 20, 500)
+        data = _data(gen, 60, 300)
         run = run_chain(data, chain(), ["cpu"] * len(chain()))
         assert run.result.num_rows > 0, name
         assert run.transitions == 0 and run.transfer_seconds == 0.0
@@ -221,7 +221,7 @@ def test_gpu_operators_equal_cpu(table):
 @pytest.mark.parametrize("name", sorted(CHAINS))
 def test_gpu_and_mixed_chains_equal_cpu(name):
     gen, chain = CHAINS[name]
-    data = _data(gen, 20, 2_000, seed=2)
+    data = _data(gen, 60, 1_000, seed=2)
     ops = chain()
     want = _canon(run_chain(data, ops, ["cpu"] * len(ops)).result)
     assert _canon(run_chain(data, ops, ["gpu"] * len(ops)).result) == want

@@ -7,6 +7,7 @@ import typer
 from adaptstream.bench.klink import klink_command
 from adaptstream.bench.lmstream import lmstream_command
 from adaptstream.bench.lmstream_load import lmstream_load_command
+from adaptstream.bench.mapdevice import mapdevice_command
 from adaptstream.bench.prompt_elastic import prompt_elastic_command
 from adaptstream.bench.prompt_processing import prompt_processing_command
 from adaptstream.bench.redis import redis_command
@@ -20,3 +21,4 @@ app.command("redis")(redis_command)
 app.command("klink")(klink_command)
 app.command("prompt-processing")(prompt_processing_command)
 app.command("prompt-elastic")(prompt_elastic_command)
+app.command("mapdevice")(mapdevice_command)

@@ -17,7 +17,10 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def git_revision() -> str:
-    """Short revision of the checkout the code runs from ("unknown" outside a git checkout)."""
+    """Short revision of the checkout the code runs from ("unknown" outside a git checkout; a copy of the tree
+    run elsewhere, e.g. on a GPU machine, passes it in ``ADAPTSTREAM_GIT_REV``)."""
+    if os.environ.get("ADAPTSTREAM_GIT_REV"):
+        return os.environ["ADAPTSTREAM_GIT_REV"]
     try:
         out = subprocess.run(
             ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True

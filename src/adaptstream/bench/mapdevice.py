@@ -1,0 +1,210 @@
+"""``adaptstream bench mapdevice``: LMStream's MapDevice against all-CPU and all-GPU operator mappings.
+
+Runs the operator chains of :mod:`adaptstream.devices.pipeline` over generated data outside Spark, on this machine's
+CPU and (where CuPy sees a CUDA GPU) its GPU:
+
+* **sweep** (LMStream Fig. 5 shape): a synthetic select-project-join-aggregate-sort chain over partition sizes from
+  a few KB to tens of MB; per size the time of all-CPU, all-GPU, every "one operator on the CPU, the rest on the
+  GPU" mapping, MapDevice's mapping at its initial inflection point, and the best of all 2^n mappings (measured);
+* **streams**: the Table III chains (LR2S, CM1S, CM1T, CM2S) batch after batch at several partition sizes under
+  `cpu`, `gpu` and `mapdevice` (whose inflection point is re-estimated after every batch, Eq. 10): mean and max
+  processing time per batch, host<->device transitions per batch, and the inflection point over time.
+
+Without a GPU every GPU figure is recorded as not measured. Writes mapdevice.json / .md / .png to ``--out``
+(default runs/bench-mapdevice-<time>/; ``--update-docs`` writes docs/results/).
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import time
+from typing import Annotated, Any
+
+import numpy as np
+import pyarrow as pa
+import typer
+
+SIZES_KB = (4, 16, 64, 256, 1024, 4096, 16384, 65536)
+STREAM_ROWS = (1_000, 10_000, 100_000, 1_000_000)
+POLICIES = ("cpu", "gpu", "mapdevice")
+
+
+def synthetic(rows: int, seed: int = 0) -> tuple[pa.Table, list]:
+    """Fig. 5's synthetic query: filter, project, join with a dimension table, aggregate, sort."""
+    from adaptstream.devices.operators import Aggregate, Filter, Join, Project, Sort
+
+    rng = np.random.default_rng(seed)
+    t = pa.table(
+        {
+            "k": rng.integers(0, 1_000, rows).astype(np.int64),
+            "v": rng.normal(50.0, 20.0, rows),
+            "ts": np.arange(rows, dtype=np.int64),
+        }
+    )
+    dim = pa.table({"k": np.arange(0, 1_000, dtype=np.int64), "region": np.arange(1_000, dtype=np.int64) % 16})
+    ops = [
+        Filter("v", ">", 20.0),
+        Project(("k", "ts"), (("w", "v", 1.5, 2.0),)),
+        Join("k", dim),
+        Aggregate(("region",), "w"),
+        Sort("sum_w", descending=True),
+    ]
+    return t, ops
+
+
+def _time(t: pa.Table, ops: list, devices: list[str], repeats: int) -> float:
+    from adaptstream.devices.pipeline import run_chain
+
+    return statistics.median(run_chain(t, ops, devices).seconds for _ in range(repeats))
+
+
+def sweep(gpu: bool, repeats: int, sizes_kb: tuple[int, ...], say) -> list[dict]:
+    from adaptstream.devices import build_device_mapper
+    from adaptstream.devices.pipeline import plan_of
+
+    out = []
+    for kb in sizes_kb:
+        probe, _ = synthetic(1_000)
+        rows = max(16, int(kb * 1024 / (probe.nbytes / probe.num_rows)))
+        t, ops = synthetic(rows, seed=kb)
+        n = len(ops)
+        md = build_device_mapper("mapdevice").map(plan_of(ops), float(t.nbytes))
+        row: dict[str, Any] = {"kb": kb, "rows": rows, "bytes": t.nbytes, "mapdevice_devices": md}
+        row["cpu_s"] = _time(t, ops, ["cpu"] * n, repeats)
+        if gpu:
+            row["gpu_s"] = _time(t, ops, ["gpu"] * n, repeats)
+            row["one_cpu_s"] = {
+                ops[i].name: _time(t, ops, ["cpu" if j == i else "gpu" for j in range(n)], repeats) for i in range(n)
+            }
+            row["mapdevice_s"] = _time(t, ops, md, repeats)
+            every = {
+                m: _time(t, ops, list(m), max(1, repeats // 2)) for m in itertools.product(("cpu", "gpu"), repeat=n)
+            }
+            best = min(every, key=every.__getitem__)
+            row["best_devices"], row["best_s"] = list(best), every[best]
+        say(
+            f"  sweep {kb:>6} KB: cpu {row['cpu_s'] * 1e3:8.2f} ms"
+            + (f"  gpu {row['gpu_s'] * 1e3:8.2f} ms" if gpu else "")
+        )
+        out.append(row)
+    return out
+
+
+def _batches(gen_name: str, rows: int, count: int, seed: int) -> list[pa.Table]:
+    """``count`` partitions of ``rows`` rows from consecutive generator seconds (cycled when the rows are many)."""
+    from adaptstream.workloads import build_generator
+
+    g = build_generator(gen_name, seed=seed)
+    distinct = max(1, min(count, 4_000_000 // rows))
+    pool = [g.generate(k, rows) for k in range(distinct)]
+    return [pool[i % distinct] for i in range(count)]
+
+
+def stream(name: str, rows: int, policy: str, batches: list[pa.Table], slide: float) -> dict:
+    from adaptstream.devices import build_device_mapper
+    from adaptstream.devices.pipeline import CHAINS, MappedQuery
+
+    ops = CHAINS[name][1]()
+    params = {"slide": slide} if policy == "mapdevice" else {}
+    q = MappedQuery(ops, build_device_mapper(policy, **params))
+    times, trans, ipts, maps = [], [], [], []
+    try:
+        for b in batches:
+            run = q.process(b)
+            q.report(run, b.num_rows, run.seconds, float(b.nbytes))
+            times.append(run.seconds)
+            trans.append(run.transitions)
+            maps.append("".join(d[0] for d in run.devices))
+            ipts.append(q.mapper.inflection_point)
+    finally:
+        q.close()
+    return {
+        "query": name,
+        "rows": rows,
+        "bytes": int(np.mean([b.nbytes for b in batches])),
+        "policy": policy,
+        "times_s": times,
+        "transitions": trans,
+        "mappings": maps,
+        "inflection": ipts,
+    }
+
+
+def streams(gpu: bool, batches: int, rows_list: tuple[int, ...], say) -> list[dict]:
+    from adaptstream.devices.pipeline import CHAINS
+    from adaptstream.workloads import WORKLOADS
+
+    out = []
+    for name, (gen, _) in CHAINS.items():
+        slide = WORKLOADS.get(name).lmstream_slide
+        for rows in rows_list:
+            data = _batches(gen, rows, batches, seed=3)
+            for policy in POLICIES if gpu else ("cpu",):
+                r = stream(name, rows, policy, data, slide)
+                out.append(r)
+                say(f"  {name} {rows:>9,} rows {policy:9s} mean {np.mean(r['times_s'][2:]) * 1e3:9.2f} ms")
+    return out
+
+
+def warm_up(gpu: bool) -> None:
+    """First calls pay one-off costs (CuPy compiles each kernel on first use, pyarrow's first join and group-by):
+    run every chain once on every device, unmeasured."""
+    from adaptstream.devices.pipeline import CHAINS, run_chain
+
+    t, ops = synthetic(5_000)
+    run_chain(t, ops, ["cpu"] * len(ops))
+    if not gpu:
+        return
+    run_chain(t, ops, ["gpu"] * len(ops))
+    for gen, chain in CHAINS.values():
+        data = _batches(gen, 5_000, 1, seed=1)[0]
+        run_chain(data, chain(), ["gpu"] * len(chain()))
+
+
+def gpu_name() -> str | None:
+    from adaptstream.devices.operators import gpu_available
+
+    if not gpu_available():
+        return None
+    import cupy
+
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    return props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+
+
+def mapdevice_command(
+    out: Annotated[
+        str | None, typer.Option(metavar="DIR", help="where the report goes [default: runs/bench-mapdevice-<time>]")
+    ] = None,
+    update_docs: Annotated[bool, typer.Option("--update-docs", help="write the report in docs/results")] = False,
+    batches: Annotated[int, typer.Option(min=22, help="batches per query, size and policy")] = 40,
+    repeats: Annotated[int, typer.Option(min=1, help="timed repeats per sweep point (median)")] = 5,
+    sizes_kb: Annotated[str, typer.Option(help="sweep partition sizes in KB")] = ",".join(map(str, SIZES_KB)),
+    rows: Annotated[str, typer.Option(help="rows per partition of the stream runs")] = ",".join(map(str, STREAM_ROWS)),
+) -> None:
+    """MapDevice vs all-CPU vs all-GPU: a data-size sweep (Fig. 5 shape) and the Table III chains batch after batch."""
+    from adaptstream.bench.mapdevice_report import write_report
+    from adaptstream.bench.meta import finish_meta, sample_load, start_meta
+    from adaptstream.outdirs import report_dir
+
+    target = report_dir("bench-mapdevice", out, update_docs)
+    sizes = tuple(int(x) for x in sizes_kb.split(",") if x.strip())
+    rows_list = tuple(int(x) for x in rows.split(",") if x.strip())
+    name = gpu_name()
+    meta = start_meta("bench", "mapdevice", batches=batches, repeats=repeats, gpu=name)
+    say = typer.echo
+    say(f"bench mapdevice: GPU {name or 'none (GPU columns: not measured)'}")
+    t0 = time.perf_counter()
+    warm_up(name is not None)
+    sw = sweep(name is not None, repeats, sizes, say)
+    sample_load(meta)
+    st = streams(name is not None, batches, rows_list, say)
+    sample_load(meta)
+    meta["bench_s"] = time.perf_counter() - t0
+    write_report({"meta": finish_meta(meta), "sweep": sw, "streams": st}, target)
+    say(f"bench mapdevice: report in {target / 'mapdevice.md'}")
+
+
+if __name__ == "__main__":
+    typer.run(mapdevice_command)

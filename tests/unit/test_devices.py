@@ -126,6 +126,13 @@ def test_bad_parameters_and_names():
         Filter("x", "!=", 1)
 
 
+def test_gpu_refuses_non_numeric_columns_before_any_copy():
+    from adaptstream.devices.operators import to_gpu
+
+    with pytest.raises(ConfigError, match=r"numeric columns only.*\['name'\]"):
+        to_gpu(pa.table({"k": [1], "name": ["a"]}))
+
+
 def test_one_device_baselines():
     plan = _plan("filter", "sort", "join")
     assert build_device_mapper("cpu").map(plan, 1e9) == ["cpu"] * 3
@@ -182,9 +189,9 @@ def test_cpu_aggregate_and_join_match_numpy(table):
 
 
 def test_chain_on_the_cpu_runs_every_table_iii_chain():
-    for name, (gen, chain) in CHAINS.items():
-        data = _data(gen, 60, 300)
-        run = run_chain(data, chain(), ["cpu"] * len(chain()))
+    for name, chain in CHAINS.items():
+        data = chain.scan(_data(chain.generator, 60, 300))
+        run = run_chain(data, chain.build(), ["cpu"] * len(chain.build()))
         assert run.result.num_rows > 0, name
         assert run.transitions == 0 and run.transfer_seconds == 0.0
 
@@ -220,9 +227,9 @@ def test_gpu_operators_equal_cpu(table):
 @pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU with CuPy")
 @pytest.mark.parametrize("name", sorted(CHAINS))
 def test_gpu_and_mixed_chains_equal_cpu(name):
-    gen, chain = CHAINS[name]
-    data = _data(gen, 60, 1_000, seed=2)
-    ops = chain()
+    chain = CHAINS[name]
+    data = chain.scan(_data(chain.generator, 60, 1_000, seed=2))
+    ops = chain.build()
     want = _canon(run_chain(data, ops, ["cpu"] * len(ops)).result)
     assert _canon(run_chain(data, ops, ["gpu"] * len(ops)).result) == want
     mixed = ["gpu" if i % 2 else "cpu" for i in range(len(ops))]

@@ -105,7 +105,7 @@ def stream(name: str, rows: int, policy: str, batches: list[pa.Table], slide: fl
     from adaptstream.devices import build_device_mapper
     from adaptstream.devices.pipeline import CHAINS, MappedQuery
 
-    ops = CHAINS[name][1]()
+    ops = CHAINS[name].build()
     params = {"slide": slide} if policy == "mapdevice" else {}
     q = MappedQuery(ops, build_device_mapper(policy, **params))
     times, trans, ipts, maps = [], [], [], []
@@ -136,10 +136,10 @@ def streams(gpu: bool, batches: int, rows_list: tuple[int, ...], say) -> list[di
     from adaptstream.workloads import WORKLOADS
 
     out = []
-    for name, (gen, _) in CHAINS.items():
+    for name, chain in CHAINS.items():
         slide = WORKLOADS.get(name).lmstream_slide
         for rows in rows_list:
-            data = _batches(gen, rows, batches, seed=3)
+            data = [chain.scan(b) for b in _batches(chain.generator, rows, batches, seed=3)]
             for policy in POLICIES if gpu else ("cpu",):
                 r = stream(name, rows, policy, data, slide)
                 out.append(r)
@@ -157,9 +157,10 @@ def warm_up(gpu: bool) -> None:
     if not gpu:
         return
     run_chain(t, ops, ["gpu"] * len(ops))
-    for gen, chain in CHAINS.values():
-        data = _batches(gen, 5_000, 1, seed=1)[0]
-        run_chain(data, chain(), ["gpu"] * len(chain()))
+    for chain in CHAINS.values():
+        data = chain.scan(_batches(chain.generator, 5_000, 1, seed=1)[0])
+        ops = chain.build()
+        run_chain(data, ops, ["gpu"] * len(ops))
 
 
 def gpu_name() -> str | None:

@@ -46,6 +46,11 @@ def _cp():
 
 
 def to_gpu(t: pa.Table) -> GpuTable:
+    """Numeric columns to the GPU (a null becomes NaN); a non-numeric column is an error, never dropped."""
+    bad = [f.name for f in t.schema if not (pa.types.is_integer(f.type) or pa.types.is_floating(f.type))]
+    if bad:
+        msg = f"the GPU backend takes numeric columns only; select the columns the query reads first: {bad}"
+        raise ConfigError(msg)
     cp = _cp()
     return {n: cp.asarray(t.column(n).to_numpy()) for n in t.column_names}
 

@@ -9,6 +9,7 @@ inflection-point regression runs in a background thread between batches, off the
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -132,10 +133,25 @@ def cm2_chain(slide_s: int = 5, window_s: int = 60) -> list[Operator]:
     ]
 
 
-#: query -> (generator, chain); LR1S/LR1T (a window self-join) have no chain yet
-CHAINS = {
-    "LR2S": ("linear_road", lambda: lr2_chain(10)),
-    "CM1S": ("task_events", lambda: cm1_chain(10)),
-    "CM1T": ("task_events", lambda: cm1_chain(60)),
-    "CM2S": ("task_events", lambda: cm2_chain(5)),
+@dataclass(frozen=True)
+class Chain:
+    """A Table III query's per-batch operator chain: its generator and the columns its scan reads (Spark prunes
+    the rest before the first operator, so they never cross to the GPU)."""
+
+    generator: str
+    columns: tuple[str, ...]
+    build: Callable[[], list[Operator]]
+
+    def scan(self, t: pa.Table) -> pa.Table:
+        return t.select(list(self.columns))
+
+
+_LR_COLS = ("Type", "Time", "XWay", "Dir", "Seg", "Spd")
+_CM_COLS = ("event_type", "timestamp", "scheduling_class", "job_id", "cpu_request")
+#: query -> chain; LR1S/LR1T (a window self-join) have no chain yet
+CHAINS: dict[str, Chain] = {
+    "LR2S": Chain("linear_road", _LR_COLS, lambda: lr2_chain(10)),
+    "CM1S": Chain("task_events", _CM_COLS, lambda: cm1_chain(10)),
+    "CM1T": Chain("task_events", _CM_COLS, lambda: cm1_chain(60)),
+    "CM2S": Chain("task_events", _CM_COLS, lambda: cm2_chain(5)),
 }

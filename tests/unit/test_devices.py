@@ -67,55 +67,91 @@ def test_transitions_count_host_copies():
 
 
 # -- Eq. 10 -------------------------------------------------------------------------------------------------
-def _feed(mapper, n: int, throughput_of, latency: float = 1.0, seed: int = 0) -> list[float]:
+PLAN4 = _plan("filter", "project", "expand", "aggregate")
+
+
+def _world(devices: list[str], part: float) -> float:
+    """Seconds a batch takes: per operator the CPU costs 4 ns/byte, the GPU 2 ms / 4 + 0.8 ns/byte (equal at
+    625 KB partitions)."""
+    return sum(4e-9 * part if d == "cpu" else 0.0005 + 0.8e-9 * part for d in devices)
+
+
+def _feed(mapper, n: int, part: float, seed: int = 0) -> tuple[list[float], list[list[str]]]:
     rng = np.random.default_rng(seed)
-    seen = []
+    est, maps = [], []
     for _ in range(n):
-        ipt = mapper.batch_inflection()
-        mapper.map(_plan("filter", "aggregate"), 150_000)
-        mapper.on_batch(DeviceOutcome(throughput_of(ipt) * rng.uniform(0.98, 1.02), latency, 150_000))
-        seen.append(mapper.inflection_point)
-    return seen
+        devices = mapper.map(PLAN4, part)
+        t = _world(devices, part) * rng.uniform(0.95, 1.05)
+        mapper.on_batch(DeviceOutcome(part / 60 / t, t, part))
+        est.append(mapper.inflection_point)
+        maps.append(devices)
+    return est, maps
 
 
-def test_regression_moves_toward_the_inflection_point_of_the_highest_throughput():
-    up = build_device_mapper("mapdevice", slide=1.0)
-    seen = _feed(up, 30, lambda ipt: 1e5 * ipt / 150_000)  # a higher InfPT gave more throughput
-    assert seen[-1] > 150_000 * 1.5
-    down = build_device_mapper("mapdevice", slide=1.0)
-    seen = _feed(down, 30, lambda ipt: 1e5 * 150_000 / ipt)
-    assert seen[-1] < 150_000 / 1.5
+@pytest.mark.parametrize(
+    ("part", "start", "want"),
+    [
+        (6e6, 20e6, "gpu"),  # large partitions, started on the CPU side: learns the GPU
+        (60e3, 15e3, "cpu"),  # small partitions, started on the GPU side: learns the CPU
+        (6e6, 150e3, "gpu"),  # already right: stays
+        (60e3, 150e3, "cpu"),
+    ],
+)
+def test_regression_learns_the_faster_side_of_the_partition_size(part, start, want):
+    m = build_device_mapper("mapdevice", slide=10.0, initial_inflection=start)
+    est, maps = _feed(m, 60, part)
+    assert (est[-1] < part) == (want == "gpu")
+    explore = {i for i in range(60) if i % 4 == 3}
+    late = [mp for i, mp in enumerate(maps[-20:], start=40) if i not in explore]
+    assert all(mp == [want] * 4 for mp in late)
+
+
+def test_exploring_batches_cross_the_partition_size():
+    m = build_device_mapper("mapdevice", explore_every=4, explore_factor=2.0, initial_inflection=150e3)
+    for i in range(12):
+        before = m.inflection_point
+        m.map(PLAN4, 1e6)
+        if i % 4 == 3:  # the estimate lies below 1 MB (the GPU side): explore the CPU side
+            assert m._used == 2e6 and before < 1e6
+        else:
+            assert m._used == before
+        m.on_batch(DeviceOutcome(1.0 if m._used > 1e6 else 2.0, 0.1, 1e6))  # the GPU side is faster
 
 
 def test_regression_waits_for_min_history_and_moves_at_most_max_step():
-    m = build_device_mapper("mapdevice", slide=1.0, min_history=6, max_step=2.0)
-    seen = _feed(m, 5, lambda ipt: 1e5 * ipt)
-    assert seen == [150_000.0] * 5
-    seen = _feed(m, 1, lambda ipt: 1e5 * ipt)
-    assert 150_000.0 < seen[-1] <= 300_000.0
+    m = build_device_mapper("mapdevice", slide=10.0, initial_inflection=20e6, min_history=6, max_step=2.0)
+    est, _ = _feed(m, 5, 6e6)
+    assert est == [20e6] * 5
+    est, _ = _feed(m, 30, 6e6)
+    steps = [b / a for a, b in zip([20e6, *est], est, strict=False)]
+    assert min(steps) >= 0.5 - 1e-9 and max(steps) <= 2.0 + 1e-9
+    assert est[-1] < 20e6
 
 
-def test_inflection_point_converges_on_a_flat_response():
-    """Throughput independent of the mapping: the estimate settles (< 10 % change over the last 20 batches)."""
-    m = build_device_mapper("mapdevice", slide=1.0)
-    seen = _feed(m, 80, lambda ipt: 1e5, seed=3)
-    last = seen[-20:]
-    assert (max(last) - min(last)) / min(last) < 0.10
+def test_inflection_point_converges_at_a_constant_rate():
+    """A constant partition size: the estimate settles (< 10 % change over the last 20 batches)."""
+    for part, start in ((6e6, 20e6), (60e3, 15e3), (6e6, 150e3)):
+        m = build_device_mapper("mapdevice", slide=10.0, initial_inflection=start)
+        est, _ = _feed(m, 100, part, seed=3)
+        last = est[-20:]
+        assert (max(last) - min(last)) / min(last) < 0.10, (part, start, last)
 
 
 def test_history_is_bounded_and_restored():
     m = build_device_mapper("mapdevice", history=16, min_history=4)
-    _feed(m, 500, lambda ipt: 1e5 * np.sqrt(ipt))
+    _feed(m, 500, 2e6)
     state = json.loads(json.dumps(m.state_dict()))
     assert len(state["state"]["history"]) == 16
     twin = build_device_mapper("mapdevice", history=16, min_history=4)
     twin.load_state_dict(state)
-    assert _feed(twin, 10, lambda ipt: 1e5, seed=9) == _feed(m, 10, lambda ipt: 1e5, seed=9)
+    assert _feed(twin, 10, 1e6, seed=9) == _feed(m, 10, 1e6, seed=9)
 
 
 def test_bad_parameters_and_names():
     with pytest.raises(ConfigError, match="initial_inflection"):
         MapDeviceConfig(initial_inflection=0)
+    with pytest.raises(ConfigError, match="explore_factor"):
+        MapDeviceConfig(explore_factor=1.0)
     with pytest.raises(ConfigError, match="min_history"):
         MapDeviceConfig(history=4, min_history=5)
     with pytest.raises(UnknownNameError, match="valid choices: cpu, gpu, mapdevice"):

@@ -10,12 +10,18 @@ Eq. 10: InfPT = b0 + b1 * throughput + b2 * latency, fitted by least squares ove
 (throughput, max latency, InfPT used) per batch and evaluated at the target throughput (the highest seen) and the
 target latency (the window slide for sliding windows, Eq. 2, else the mean latency seen, Eq. 3).
 
-Deviations, each needed to make the paper's loop work and documented in docs/mapdevice.md:
+Deviations, each needed to make the paper's loop work, measured on an H100 (docs/mapdevice.md):
 * The paper does not say how ties are broken; an exact tie goes to the operator's Table II preference (Alg. 2's
   strict ``GPU > CPU`` test sends neutral operators to the GPU).
-* With one InfPT in the whole history the regression has nothing to fit (every target equal) and would never move.
-  Each batch therefore runs at the current estimate times (1 +/- ``explore``), alternating; the estimate itself
-  is the regression's prediction.
+* With one InfPT in the whole history the regression has nothing to fit and never moves, and small variations of
+  InfPT far from the partition size change no mapping, so the history holds no signal. Every ``explore_every``-th
+  batch therefore runs with InfPT on the other side of its own partition size (size x or / ``explore_factor``),
+  so the history holds batches of both mappings at the sizes the query really sees.
+* Throughput and latency of a batch are strongly correlated, so the target pair must be one the history could
+  produce: when the window slide lies above every latency seen (the bound does not bind), the target latency is
+  that of the highest-throughput batch; and the prediction stays within the InfPT values tried. Evaluated at
+  (max throughput, slide) the fit extrapolated far outside its data and sent the estimate off by orders of
+  magnitude in the first measured run.
 * A prediction moves the estimate at most by ``max_step`` (x or /) per batch and stays within
   [``min_inflection``, ``max_inflection``]: one noisy batch must not flip every operator.
 """
@@ -66,23 +72,33 @@ class MapDevice(DeviceMapper):
         self._infpt = float(cfg.initial_inflection)
         self._batches = 0
         self._history: deque[tuple[float, float, float]] = deque(maxlen=cfg.history)
+        self._used: float | None = None  # the InfPT the batch in flight was mapped with
         self.last_detail: list[dict] = []
 
     @property
     def inflection_point(self) -> float:
         return self._infpt
 
-    def batch_inflection(self) -> float:
-        """The InfPT the next batch runs at: the estimate, nudged alternately up and down (exploration)."""
-        sign = 1.0 if self._batches % 2 == 0 else -1.0
-        return self._infpt * (1.0 + sign * self.cfg.explore)
+    def exploring(self) -> bool:
+        k = self.cfg.explore_every
+        return k > 0 and self._batches % k == k - 1
+
+    def batch_inflection(self, partition_bytes: float) -> float:
+        """The InfPT the next batch runs at: the estimate, or on an exploring batch the other side of its size."""
+        if not self.exploring() or partition_bytes <= 0:
+            return self._infpt
+        f = self.cfg.explore_factor
+        return partition_bytes * f if self._infpt <= partition_bytes else partition_bytes / f
 
     def map(self, plan: list[OpNode], partition_bytes: float) -> list[str]:
-        devices, self.last_detail = map_plan(plan, partition_bytes, self.batch_inflection(), self.cfg.base_trans_cost)
+        self._used = self.batch_inflection(partition_bytes)
+        devices, self.last_detail = map_plan(plan, partition_bytes, self._used, self.cfg.base_trans_cost)
         return devices
 
     def on_batch(self, outcome: DeviceOutcome) -> None:
-        self._history.append((outcome.throughput, outcome.max_latency, self.batch_inflection()))
+        used = self._used if self._used is not None else self.batch_inflection(outcome.partition_bytes)
+        self._used = None
+        self._history.append((outcome.throughput, outcome.max_latency, used))
         self._batches += 1
         pred = self.regress()
         if pred is not None:
@@ -97,22 +113,34 @@ class MapDevice(DeviceMapper):
         thr, lat, ipt = h[:, 0], h[:, 1], h[:, 2]
         if np.ptp(ipt) == 0:
             return None
-        target_lat = self.cfg.slide if self.cfg.slide > 0 else float(lat.mean())
+        best = int(np.argmax(thr))
+        if self.cfg.slide <= 0:
+            target_lat = float(lat.mean())  # tumbling: the running mean (Eq. 3)
+        elif self.cfg.slide > lat.max():
+            target_lat = float(lat[best])  # the bound does not bind: the best batch's own latency
+        else:
+            target_lat = self.cfg.slide  # sliding: the window slide (Eq. 2)
         x = np.column_stack([thr, lat])
         mu, sd = x.mean(axis=0), x.std(axis=0)
         sd[sd == 0] = 1.0
         design = np.column_stack([np.ones(len(h)), (x - mu) / sd])
         beta, *_ = np.linalg.lstsq(design, ipt, rcond=None)
         at = np.array([1.0, *((np.array([thr.max(), target_lat]) - mu) / sd)])
-        pred = float(at @ beta)
+        pred = float(np.clip(at @ beta, ipt.min(), ipt.max()))  # never beyond the InfPT values tried
         return pred if np.isfinite(pred) and pred > 0 else None
 
     def _state(self) -> dict[str, Any]:
-        return {"infpt": self._infpt, "batches": self._batches, "history": [list(x) for x in self._history]}
+        return {
+            "infpt": self._infpt,
+            "batches": self._batches,
+            "used": self._used,
+            "history": [list(x) for x in self._history],
+        }
 
     def _load_state(self, state: Mapping[str, Any]) -> None:
         self._infpt = float(state["infpt"])
         self._batches = int(state["batches"])
+        self._used = None if state["used"] is None else float(state["used"])
         self._history = deque((tuple(map(float, x)) for x in state["history"]), maxlen=self.cfg.history)  # type: ignore[misc]
 
 
@@ -125,7 +153,8 @@ class MapDeviceConfig:
     slide: float = 0.0  # seconds: target latency of a sliding window (Eq. 2); 0 = tumbling, the mean (Eq. 3)
     history: int = 64  # batches the regression keeps (bounded: the paper notes it must not grow forever)
     min_history: int = 6
-    explore: float = 0.05
+    explore_every: int = 4  # every k-th batch maps with InfPT across its own size (0: never)
+    explore_factor: float = 2.0
     max_step: float = 2.0
     min_inflection: float = 1_000.0
     max_inflection: float = 1e9
@@ -136,7 +165,7 @@ class MapDeviceConfig:
             (self.base_trans_cost >= 0, "base_trans_cost must be >= 0"),
             (self.slide >= 0, "slide must be >= 0 seconds"),
             (self.history >= 3 and 3 <= self.min_history <= self.history, "need 3 <= min_history <= history"),
-            (0 <= self.explore < 1, "explore must be in [0, 1)"),
+            (self.explore_every >= 0 and self.explore_factor > 1, "need explore_every >= 0 and explore_factor > 1"),
             (self.max_step > 1, "max_step must be > 1"),
             (0 < self.min_inflection <= self.max_inflection, "need 0 < min_inflection <= max_inflection"),
         )

@@ -56,8 +56,9 @@ def to_gpu(t: pa.Table) -> GpuTable:
 
 
 def to_host(g: GpuTable) -> pa.Table:
+    """Back to Arrow; NaN becomes null again (to_gpu turned nulls into NaN)."""
     cp = _cp()
-    return pa.table({n: cp.asnumpy(a) for n, a in g.items()})
+    return pa.table({n: pa.array(cp.asnumpy(a), from_pandas=True) for n, a in g.items()})
 
 
 def synchronize() -> None:
@@ -187,8 +188,10 @@ class Aggregate(Operator):
         out = {k: col[first] for k, col in zip(self.keys, sk, strict=True)}
         v = g[self.value][order].astype(cp.float64)
         valid = ~cp.isnan(v)  # a null value (NaN on the GPU) is skipped, as SQL's SUM and COUNT(col) do
-        out[f"sum_{self.value}"] = cp.bincount(gid, weights=cp.where(valid, v, 0.0))
-        out["count"] = cp.bincount(gid, weights=valid.astype(cp.float64)).astype(cp.int64)
+        count = cp.bincount(gid, weights=valid.astype(cp.float64)).astype(cp.int64)
+        total = cp.bincount(gid, weights=cp.where(valid, v, 0.0))
+        out[f"sum_{self.value}"] = cp.where(count > 0, total, cp.nan)  # SQL: the SUM of only nulls is null
+        out["count"] = count
         return out
 
 

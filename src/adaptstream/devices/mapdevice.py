@@ -14,9 +14,11 @@ Deviations, each needed to make the paper's loop work, measured on an H100 (docs
 * The paper does not say how ties are broken; an exact tie goes to the operator's Table II preference (Alg. 2's
   strict ``GPU > CPU`` test sends neutral operators to the GPU).
 * With one InfPT in the whole history the regression has nothing to fit and never moves, and small variations of
-  InfPT far from the partition size change no mapping, so the history holds no signal. Every ``explore_every``-th
-  batch therefore runs with InfPT on the other side of its own partition size (size x or / ``explore_factor``),
-  so the history holds batches of both mappings at the sizes the query really sees.
+  InfPT far from the partition size change no mapping, so the history holds no signal. Some batches therefore
+  run with InfPT on the other side of their own partition size (size x or / ``explore_factor``), so the history
+  holds batches of both mappings at the sizes the query really sees. Exploring costs a batch on the slower side,
+  so it happens only near the estimate (size within ``explore_range``x of it) and backs off exponentially
+  (batches ``explore_every`` - 1, then 2x, 4x ... apart) until the partition size moves by ``explore_factor``.
 * Throughput and latency of a batch are strongly correlated, so the target pair must be one the history could
   produce: when the window slide lies above every latency seen (the bound does not bind), the target latency is
   that of the highest-throughput batch; and the prediction stays within the InfPT values tried. Evaluated at
@@ -73,30 +75,42 @@ class MapDevice(DeviceMapper):
         self._batches = 0
         self._history: deque[tuple[float, float, float]] = deque(maxlen=cfg.history)
         self._used: float | None = None  # the InfPT the batch in flight was mapped with
+        self._regime_size: float | None = None  # the partition size the exploration back-off counts for
+        self._explored = 0
+        self._next_explore = 0
         self.last_detail: list[dict] = []
 
     @property
     def inflection_point(self) -> float:
         return self._infpt
 
-    def exploring(self) -> bool:
-        k = self.cfg.explore_every
-        return k > 0 and self._batches % k == k - 1
+    def exploring(self, partition_bytes: float) -> bool:
+        cfg = self.cfg
+        if cfg.explore_every <= 0 or partition_bytes <= 0:
+            return False
+        ratio = max(partition_bytes / self._infpt, self._infpt / partition_bytes)
+        return ratio <= cfg.explore_range and self._batches >= self._next_explore
 
-    def batch_inflection(self, partition_bytes: float) -> float:
-        """The InfPT the next batch runs at: the estimate, or on an exploring batch the other side of its size."""
-        if not self.exploring() or partition_bytes <= 0:
-            return self._infpt
-        f = self.cfg.explore_factor
-        return partition_bytes * f if self._infpt <= partition_bytes else partition_bytes / f
+    def _regime(self, partition_bytes: float) -> None:
+        """A partition size far from the last explored one starts the exploration back-off again."""
+        r, f = self._regime_size, self.cfg.explore_factor
+        if partition_bytes > 0 and (r is None or max(partition_bytes / r, r / partition_bytes) > f):
+            self._regime_size, self._explored = partition_bytes, 0
+            self._next_explore = self._batches + self.cfg.explore_every - 1
 
     def map(self, plan: list[OpNode], partition_bytes: float) -> list[str]:
-        self._used = self.batch_inflection(partition_bytes)
+        self._regime(partition_bytes)
+        self._used = self._infpt
+        if self.exploring(partition_bytes):  # InfPT on the other side of this batch's own size
+            self._explored += 1
+            self._next_explore = self._batches + self.cfg.explore_every * 2**self._explored
+            f = self.cfg.explore_factor
+            self._used = partition_bytes * f if self._infpt <= partition_bytes else partition_bytes / f
         devices, self.last_detail = map_plan(plan, partition_bytes, self._used, self.cfg.base_trans_cost)
         return devices
 
     def on_batch(self, outcome: DeviceOutcome) -> None:
-        used = self._used if self._used is not None else self.batch_inflection(outcome.partition_bytes)
+        used = self._used if self._used is not None else self._infpt
         self._used = None
         self._history.append((outcome.throughput, outcome.max_latency, used))
         self._batches += 1
@@ -134,6 +148,9 @@ class MapDevice(DeviceMapper):
             "infpt": self._infpt,
             "batches": self._batches,
             "used": self._used,
+            "regime": self._regime_size,
+            "explored": self._explored,
+            "next_explore": self._next_explore,
             "history": [list(x) for x in self._history],
         }
 
@@ -141,6 +158,8 @@ class MapDevice(DeviceMapper):
         self._infpt = float(state["infpt"])
         self._batches = int(state["batches"])
         self._used = None if state["used"] is None else float(state["used"])
+        self._regime_size = None if state["regime"] is None else float(state["regime"])
+        self._explored, self._next_explore = int(state["explored"]), int(state["next_explore"])
         self._history = deque((tuple(map(float, x)) for x in state["history"]), maxlen=self.cfg.history)  # type: ignore[misc]
 
 
@@ -153,8 +172,9 @@ class MapDeviceConfig:
     slide: float = 0.0  # seconds: target latency of a sliding window (Eq. 2); 0 = tumbling, the mean (Eq. 3)
     history: int = 64  # batches the regression keeps (bounded: the paper notes it must not grow forever)
     min_history: int = 6
-    explore_every: int = 4  # every k-th batch maps with InfPT across its own size (0: never)
+    explore_every: int = 4  # the first exploring batch of a size regime; then 2x, 4x ... apart (0: never)
     explore_factor: float = 2.0
+    explore_range: float = 8.0  # explore only while the partition size is within this factor of the estimate
     max_step: float = 2.0
     min_inflection: float = 1_000.0
     max_inflection: float = 1e9
@@ -166,6 +186,7 @@ class MapDeviceConfig:
             (self.slide >= 0, "slide must be >= 0 seconds"),
             (self.history >= 3 and 3 <= self.min_history <= self.history, "need 3 <= min_history <= history"),
             (self.explore_every >= 0 and self.explore_factor > 1, "need explore_every >= 0 and explore_factor > 1"),
+            (self.explore_range >= self.explore_factor, "explore_range must be >= explore_factor"),
             (self.max_step > 1, "max_step must be > 1"),
             (0 < self.min_inflection <= self.max_inflection, "need 0 < min_inflection <= max_inflection"),
         )

@@ -179,7 +179,7 @@ def mapdevice_command(
         str | None, typer.Option(metavar="DIR", help="where the report goes [default: runs/bench-mapdevice-<time>]")
     ] = None,
     update_docs: Annotated[bool, typer.Option("--update-docs", help="write the report in docs/results")] = False,
-    batches: Annotated[int, typer.Option(min=22, help="batches per query, size and policy")] = 40,
+    batches: Annotated[int, typer.Option(min=22, help="batches per query, size and policy")] = 60,
     repeats: Annotated[int, typer.Option(min=1, help="timed repeats per sweep point (median)")] = 5,
     sizes_kb: Annotated[str, typer.Option(help="sweep partition sizes in KB")] = ",".join(map(str, SIZES_KB)),
     rows: Annotated[str, typer.Option(help="rows per partition of the stream runs")] = ",".join(map(str, STREAM_ROWS)),

@@ -20,8 +20,9 @@ Deviations, each needed to make the paper's loop work, measured on an H100 (docs
   so it happens only near the estimate (size within ``explore_range``x of it) and backs off exponentially
   (batches ``explore_every`` - 1, then 2x, 4x ... apart) until the partition size moves by ``explore_factor``.
 * Throughput and latency of a batch are strongly correlated, so the target pair must be one the history could
-  produce: when the window slide lies above every latency seen (the bound does not bind), the target latency is
-  that of the highest-throughput batch; and the prediction stays within the InfPT values tried. Evaluated at
+  produce: when the highest-throughput batch already meets the latency target (the slide, or the mean for
+  tumbling windows), the target latency is that batch's own; and the prediction stays within the InfPT values
+  tried. Evaluated at
   (max throughput, slide) the fit extrapolated far outside its data and sent the estimate off by orders of
   magnitude in the first measured run.
 * A prediction moves the estimate at most by ``max_step`` (x or /) per batch and stays within
@@ -128,12 +129,10 @@ class MapDevice(DeviceMapper):
         if np.ptp(ipt) == 0:
             return None
         best = int(np.argmax(thr))
-        if self.cfg.slide <= 0:
-            target_lat = float(lat.mean())  # tumbling: the running mean (Eq. 3)
-        elif self.cfg.slide > lat.max():
-            target_lat = float(lat[best])  # the bound does not bind: the best batch's own latency
-        else:
-            target_lat = self.cfg.slide  # sliding: the window slide (Eq. 2)
+        # sliding: the window slide (Eq. 2); tumbling: the running mean (Eq. 3). Where the highest-throughput batch
+        # already meets it, the bound does not bind and that batch's own latency is the consistent target.
+        target_lat = self.cfg.slide if self.cfg.slide > 0 else float(lat.mean())
+        target_lat = min(target_lat, float(lat[best]))
         x = np.column_stack([thr, lat])
         mu, sd = x.mean(axis=0), x.std(axis=0)
         sd[sd == 0] = 1.0
@@ -174,7 +173,7 @@ class MapDeviceConfig:
     min_history: int = 6
     explore_every: int = 4  # the first exploring batch of a size regime; then 2x, 4x ... apart (0: never)
     explore_factor: float = 2.0
-    explore_range: float = 8.0  # explore only while the partition size is within this factor of the estimate
+    explore_range: float = 4.0  # explore only while the partition size is within this factor of the estimate
     max_step: float = 2.0
     min_inflection: float = 1_000.0
     max_inflection: float = 1e9

@@ -27,17 +27,17 @@ def lpt_makespan(costs: list[float], workers: int) -> float:
     return max(loads)
 
 
-def projection(r: dict) -> dict[tuple[float, str, str], dict]:
+def projection(r: dict) -> dict[tuple[float, str, str], dict[str | int, float]]:
     """(z, input, allocator) -> measured reduce-stage span and the projected makespan per worker count, mean over
     the configuration's batches (computed from the recorded per-task run times; never measured)."""
-    out = {}
+    out: dict[tuple[float, str, str], dict[str | int, float]] = {}
     for c in r["results"]:
         b = c["batches"]
         spans = [x["stage_span_ms"] for x in b if x.get("stage_span_ms") is not None]
-        out[(c["z"], c["input"], c["allocator"])] = {
-            "span_ms": float(np.mean(spans)) if spans else None,
-            **{w: float(np.mean([lpt_makespan(x["run_ms"], w) for x in b])) for w in PROJECTED_WORKERS},
-        }
+        cell: dict[str | int, float] = {"span_ms": float(np.mean(spans)) if spans else float("nan")}
+        for w in PROJECTED_WORKERS:
+            cell[w] = float(np.mean([lpt_makespan(x["run_ms"], w) for x in b]))
+        out[(c["z"], c["input"], c["allocator"])] = cell
     return out
 
 
@@ -129,7 +129,7 @@ def _projection_table(r: dict) -> list[str]:
         for i in dict.fromkeys(k[1] for k in p if k[0] == z):
             h, q = p[(z, i, "hash")], p[(z, i, "prompt")]
             cols = " | ".join(f"{h[w]:.0f} | {q[w]:.0f} | {h[w] / q[w]:.2f}" if q[w] else "- | - | -" for w in ws)
-            span = " | ".join("-" if x["span_ms"] is None else f"{x['span_ms']:.0f}" for x in (h, q))
+            span = " | ".join("-" if np.isnan(x["span_ms"]) else f"{x['span_ms']:.0f}" for x in (h, q))
             lines.append(f"| {z:g} | {i} | {span} | {cols} |")
     return lines
 

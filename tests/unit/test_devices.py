@@ -172,11 +172,13 @@ def test_bad_parameters_and_names():
         Filter("x", "!=", 1)
 
 
-def test_gpu_refuses_non_numeric_columns_before_any_copy():
+def test_gpu_refuses_non_numeric_columns_and_integer_nulls_before_any_copy():
     from adaptstream.devices.operators import to_gpu
 
     with pytest.raises(ConfigError, match=r"numeric columns only.*\['name'\]"):
         to_gpu(pa.table({"k": [1], "name": ["a"]}))
+    with pytest.raises(ConfigError, match=r"nulls in integer columns.*\['k'\]"):
+        to_gpu(pa.table({"k": pa.array([1, None], pa.int64())}))
 
 
 def test_one_device_baselines():
@@ -188,26 +190,28 @@ def test_one_device_baselines():
 # -- CPU operators against plain numpy ------------------------------------------------------------------------
 @pytest.fixture
 def table() -> pa.Table:
+    """Integer keys and a float value with some nulls (SQL's SUM and COUNT skip them)."""
     rng = np.random.default_rng(5)
     n = 2_000
+    v = rng.normal(10, 3, n)
     return pa.table(
         {
             "k": rng.integers(0, 40, n).astype(np.int64),
             "g": rng.integers(0, 3, n).astype(np.int64),
             "ts": rng.integers(0, 100, n).astype(np.int64),
-            "v": rng.normal(10, 3, n),
+            "v": pa.array(v, mask=rng.random(n) < 0.02),
         }
     )
 
 
 def test_cpu_filter_project_sort(table):
-    v = table.column("v").to_numpy()
+    v = table.column("v").to_numpy(zero_copy_only=False)  # nulls as NaN
     assert Filter("v", "<", 9.0).cpu(table).num_rows == int((v < 9.0).sum())
     p = Project(("k",), (("w", "v", 2.0, 1.0),)).cpu(table)
     assert p.column_names == ["k", "w"]
-    np.testing.assert_allclose(p.column("w").to_numpy(), 2 * v + 1)
-    s = Sort("v", descending=True).cpu(table).column("v").to_numpy()
-    assert (np.diff(s) <= 0).all() and len(s) == table.num_rows
+    np.testing.assert_allclose(p.column("w").to_numpy(zero_copy_only=False), 2 * v + 1)
+    s = Sort("v", descending=True).cpu(table).column("v").drop_null().to_numpy()
+    assert (np.diff(s) <= 0).all() and len(s) == table.num_rows - table.column("v").null_count
 
 
 def test_cpu_expand_gives_every_window_of_each_row(table):
@@ -215,20 +219,23 @@ def test_cpu_expand_gives_every_window_of_each_row(table):
     assert out.num_rows == 3 * table.num_rows
     ts, ws = out.column("ts").to_numpy(), out.column("window_start").to_numpy()
     assert ((ws <= ts) & (ts < ws + 30) & (ws % 10 == 0)).all()
-    assert len({(t, w) for t, w in zip(ts.tolist(), ws.tolist(), strict=True)}) == len(
-        set(zip(ts.tolist(), ws.tolist(), strict=True))
-    )
+    per_row = ws.reshape(table.num_rows, 3)  # a row's copies are adjacent: its three windows, all different
+    assert (np.sort(per_row, axis=1)[:, 1:] > np.sort(per_row, axis=1)[:, :-1]).all()
+    with pytest.raises(ConfigError, match="multiple of the slide"):
+        Expand("ts", 30, 7)
 
 
 def test_cpu_aggregate_and_join_match_numpy(table):
     agg = Aggregate(("k", "g"), "v").cpu(table).to_pylist()
-    k, g, v = (table.column(c).to_numpy() for c in ("k", "g", "v"))
+    k, g, v = (table.column(c).to_numpy(zero_copy_only=False) for c in ("k", "g", "v"))
     for row in agg:
-        sel = (k == row["k"]) & (g == row["g"])
+        sel = (k == row["k"]) & (g == row["g"]) & ~np.isnan(v)
         assert row["count"] == int(sel.sum())
         assert row["sum_v"] == pytest.approx(float(v[sel].sum()))
-    assert sum(r["count"] for r in agg) == table.num_rows
+    assert sum(r["count"] for r in agg) == table.num_rows - table.column("v").null_count
     dim = pa.table({"k": np.arange(0, 40, 2, dtype=np.int64), "name": np.arange(20, dtype=np.int64) * 10})
+    with pytest.raises(ConfigError, match="unique"):
+        Join("k", pa.table({"k": [1, 1], "name": [1, 2]}))
     joined = Join("k", dim).cpu(table)
     assert joined.num_rows == int((k % 2 == 0).sum())
     assert (joined.column("name").to_numpy() == joined.column("k").to_numpy() * 5).all()
@@ -244,9 +251,16 @@ def test_chain_on_the_cpu_runs_every_table_iii_chain():
 
 # -- GPU == CPU (run where a CUDA GPU exists) -------------------------------------------------------------------
 def _canon(t: pa.Table) -> list[tuple]:
+    """Rows as a sorted multiset; floats rounded, null (or NaN) as None, so both backends compare exactly."""
+
+    def cell(x):
+        if isinstance(x, float):
+            return None if np.isnan(x) else round(x, 6)
+        return x
+
     cols = sorted(t.column_names)
     rows = zip(*(t.column(c).to_pylist() for c in cols), strict=True)
-    return sorted(tuple(round(x, 6) if isinstance(x, float) else x for x in r) for r in rows)
+    return sorted((tuple(cell(x) for x in r) for r in rows), key=lambda r: tuple((x is None, x or 0) for x in r))
 
 
 @pytest.mark.gpu
@@ -265,7 +279,9 @@ def test_gpu_operators_equal_cpu(table):
     ]
     for op in ops:
         assert _canon(to_host(op.gpu(to_gpu(table)))) == _canon(op.cpu(table)), op.name
-    s = to_host(Sort("v", descending=True).gpu(to_gpu(table))).column("v").to_numpy()
+        empty = table.slice(0, 0)
+        assert _canon(to_host(op.gpu(to_gpu(empty)))) == _canon(op.cpu(empty)), f"{op.name} on no rows"
+    s = to_host(Sort("v", descending=True).gpu(to_gpu(table))).column("v").drop_null().to_numpy()
     assert (np.diff(s) <= 0).all()
 
 

@@ -101,49 +101,51 @@ def _batches(gen_name: str, rows: int, count: int, seed: int) -> list[pa.Table]:
     return [pool[i % distinct] for i in range(count)]
 
 
-def stream(name: str, rows: int, policy: str, batches: list[pa.Table], slide: float) -> dict:
-    from adaptstream.devices import build_device_mapper
-    from adaptstream.devices.pipeline import CHAINS, MappedQuery
+class StreamRun:
+    """One policy's run of a query over a sequence of batches."""
 
-    ops = CHAINS[name].build()
-    params = {"slide": slide} if policy == "mapdevice" else {}
-    q = MappedQuery(ops, build_device_mapper(policy, **params))
-    times, trans, ipts, maps = [], [], [], []
-    try:
-        for b in batches:
-            run = q.process(b)
-            q.report(run, b.num_rows, run.seconds, float(b.nbytes))
-            times.append(run.seconds)
-            trans.append(run.transitions)
-            maps.append("".join(d[0] for d in run.devices))
-            ipts.append(q.mapper.inflection_point)
-    finally:
-        q.close()
-    return {
-        "query": name,
-        "rows": rows,
-        "bytes": int(np.mean([b.nbytes for b in batches])),
-        "policy": policy,
-        "times_s": times,
-        "transitions": trans,
-        "mappings": maps,
-        "inflection": ipts,
-    }
+    def __init__(self, name: str, rows: int, policy: str, slide: float) -> None:
+        from adaptstream.devices import build_device_mapper
+        from adaptstream.devices.pipeline import CHAINS, MappedQuery
+
+        params = {"slide": slide} if policy == "mapdevice" else {}
+        self.q = MappedQuery(CHAINS[name].build(), build_device_mapper(policy, **params))
+        self.rec: dict[str, Any] = {"query": name, "rows": rows, "policy": policy}
+        self.rec.update(times_s=[], transitions=[], mappings=[], inflection=[])
+
+    def step(self, b: pa.Table) -> None:
+        run = self.q.process(b)
+        self.q.report(run, b.num_rows, run.seconds, float(b.nbytes))
+        self.rec["times_s"].append(run.seconds)
+        self.rec["transitions"].append(run.transitions)
+        self.rec["mappings"].append("".join(d[0] for d in run.devices))
+        self.rec["inflection"].append(self.q.mapper.inflection_point)
+
+    def finish(self, batches: list[pa.Table]) -> dict:
+        self.q.close()
+        return {**self.rec, "bytes": int(np.mean([b.nbytes for b in batches]))}
 
 
 def streams(gpu: bool, batches: int, rows_list: tuple[int, ...], say) -> list[dict]:
+    """Every policy runs the same batches, interleaved batch by batch (rotating which policy goes first), so that a
+    slow phase of the machine falls on all of them alike."""
     from adaptstream.devices.pipeline import CHAINS
     from adaptstream.workloads import WORKLOADS
 
     out = []
+    pols = POLICIES if gpu else ("cpu",)
     for name, chain in CHAINS.items():
         slide = WORKLOADS.get(name).lmstream_slide
         for rows in rows_list:
             data = [chain.scan(b) for b in _batches(chain.generator, rows, batches, seed=3)]
-            for policy in POLICIES if gpu else ("cpu",):
-                r = stream(name, rows, policy, data, slide)
+            runs = {p: StreamRun(name, rows, p, slide) for p in pols}
+            for i, b in enumerate(data):
+                for k in range(len(pols)):
+                    runs[pols[(i + k) % len(pols)]].step(b)
+            for p in pols:
+                r = runs[p].finish(data)
                 out.append(r)
-                say(f"  {name} {rows:>9,} rows {policy:9s} mean {np.mean(r['times_s'][2:]) * 1e3:9.2f} ms")
+                say(f"  {name} {rows:>9,} rows {p:9s} mean {np.mean(r['times_s'][2:]) * 1e3:9.2f} ms")
     return out
 
 

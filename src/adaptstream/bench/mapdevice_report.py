@@ -64,7 +64,8 @@ def targets(r: dict) -> list[tuple[str, str, str, bool | None]]:
     missing = [q for q in TABLE_III if q not in per_query]
     worst_key = max(rat, key=rat.__getitem__)
     md_runs = [s for s in r["streams"] if s["policy"] == "mapdevice"]
-    conv = [s for s in md_runs if converged(s)]
+    moved = [s for s in md_runs if len(set(s["inflection"])) > 1]
+    conv = [s for s in moved if converged(s)]
     return [
         (
             "MapDevice mean batch time <= 0.8x the better of all-CPU and all-GPU on >= 4 of the 6 queries",
@@ -81,9 +82,10 @@ def targets(r: dict) -> list[tuple[str, str, str, bool | None]]:
         ),
         (
             "the inflection point converges (< 10 % change over the last 20 batches) at a constant rate",
-            "(max - min) / min of the last 20 estimates, every MapDevice stream run",
-            f"{len(conv)} of {len(md_runs)} runs",
-            len(conv) == len(md_runs),
+            "(max - min) / min of the last 20 estimates, over the MapDevice runs whose estimate moved at all",
+            f"{len(conv)} of {len(moved)} runs that moved; {len(md_runs) - len(moved)} of {len(md_runs)} never left "
+            f"the initial estimate",
+            bool(moved) and len(conv) == len(moved),
         ),
     ]
 
@@ -219,7 +221,8 @@ def write_report(r: dict, target: Path) -> None:
         "",
         "## Table III chains, batch after batch",
         "",
-        "Each (query, partition size) runs the same batches under every policy; MapDevice re-estimates its "
+        "Each (query, partition size) runs the same batches under every policy, interleaved batch by batch; "
+        "MapDevice re-estimates its "
         "inflection point after every batch in a background thread (Eq. 10). LR1S and LR1T (a window self-join) "
         "have no operator chain yet.",
         "",

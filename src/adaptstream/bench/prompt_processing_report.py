@@ -223,7 +223,8 @@ def write_report(r: dict, target: Path) -> None:
             f"`{a['master']}`" + (f" ({execs} executor(s))" if execs else "") + ", mean over batches (Spark's task "
             "times). `hash W w`, `prompt W w`: **projected** makespan in ms of the same reduce tasks on W identical "
             "one-core workers, computed from each task's measured executor run time by longest-task-first "
-            "scheduling (`lpt_makespan`); it leaves out task launch and shuffle-fetch costs, which grow with W, and "
+            "scheduling (`lpt_makespan`); the run time includes the shuffle fetch as measured here, it leaves out "
+            "scheduler delay and task deserialisation, which grow with W, and "
             f"with {a['buckets']} reduce buckets no more than {a['buckets']} workers can be busy at once. "
             "`hash/prompt`: how much longer hashing's stage would take.",
             "",

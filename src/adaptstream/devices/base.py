@@ -69,9 +69,9 @@ class OpNode:
 class DeviceOutcome:
     """What a completed micro-batch measured: the inputs of the inflection-point regression (Eq. 10)."""
 
-    throughput: float  # rows per second of processing time (LMStream Eq. 4)
+    throughput: float  # this batch's rows per second of processing time (Eq. 10's "average throughput per batch")
     max_latency: float  # seconds: the batch's maximum dataset latency (Eq. 2/3)
-    partition_bytes: float  # the data partition size the mapping was made for
+    partition_bytes: float  # the data partition size the mapping was made for (recorded with the outcome)
 
     def __post_init__(self) -> None:
         if self.throughput < 0 or self.max_latency < 0 or self.partition_bytes < 0:

@@ -17,8 +17,9 @@ Deviations, each needed to make the paper's loop work, measured on an H100 (docs
   InfPT far from the partition size change no mapping, so the history holds no signal. Some batches therefore
   run with InfPT on the other side of their own partition size (size x or / ``explore_factor``), so the history
   holds batches of both mappings at the sizes the query really sees. Exploring costs a batch on the slower side,
-  so it happens only near the estimate (size within ``explore_range``x of it) and backs off exponentially
-  (batches ``explore_every`` - 1, then 2x, 4x ... apart) until the partition size moves by ``explore_factor``.
+  so after one try per size regime it happens only near the estimate (size within ``explore_range``x of it) and
+  backs off exponentially (batches ``explore_every`` - 1, then 2x, 4x ... apart) until the partition size moves
+  by ``explore_factor``.
 * Throughput and latency of a batch are strongly correlated, so the target pair must be one the history could
   produce: when the highest-throughput batch already meets the latency target (the slide, or the mean for
   tumbling windows), the target latency is that batch's own; and the prediction stays within the InfPT values
@@ -90,7 +91,8 @@ class MapDevice(DeviceMapper):
         if cfg.explore_every <= 0 or partition_bytes <= 0:
             return False
         ratio = max(partition_bytes / self._infpt, self._infpt / partition_bytes)
-        return ratio <= cfg.explore_range and self._batches >= self._next_explore
+        near = ratio <= cfg.explore_range or self._explored == 0  # a new size regime is tried once, near or far
+        return near and self._batches >= self._next_explore
 
     def _regime(self, partition_bytes: float) -> None:
         """A partition size far from the last explored one starts the exploration back-off again."""
@@ -187,7 +189,10 @@ class MapDeviceConfig:
             (self.explore_every >= 0 and self.explore_factor > 1, "need explore_every >= 0 and explore_factor > 1"),
             (self.explore_range >= self.explore_factor, "explore_range must be >= explore_factor"),
             (self.max_step > 1, "max_step must be > 1"),
-            (0 < self.min_inflection <= self.max_inflection, "need 0 < min_inflection <= max_inflection"),
+            (
+                0 < self.min_inflection <= self.initial_inflection <= self.max_inflection,
+                "need 0 < min_inflection <= initial_inflection <= max_inflection",
+            ),
         )
         for ok, msg in checks:
             if not ok:

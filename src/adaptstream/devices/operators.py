@@ -5,7 +5,8 @@ A partition is a :class:`pyarrow.Table` on the host and a :class:`GpuTable` (col
 :func:`to_gpu` / :func:`to_host` are the transitions whose cost Eq. 9 models. GPU columns are numeric (int64,
 float64): the Table III queries group and join on integer keys. CuPy instead of cuDF: see docs/mapdevice.md (the
 lent GPU machines have CuPy and no network to install cuDF). Results of both backends are equal as multisets
-(floating-point sums may differ in the last bits: compare with a tolerance).
+(floating-point sums may differ in the last bits: compare with a tolerance). On the GPU a null float is NaN, so
+a genuine NaN value counts as null there; integer columns with nulls are refused (their type would change).
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ def to_gpu(t: pa.Table) -> GpuTable:
     bad = [f.name for f in t.schema if not (pa.types.is_integer(f.type) or pa.types.is_floating(f.type))]
     if bad:
         msg = f"the GPU backend takes numeric columns only; select the columns the query reads first: {bad}"
+        raise ConfigError(msg)
+    nulls = [f.name for f in t.schema if pa.types.is_integer(f.type) and t.column(f.name).null_count]
+    if nulls:
+        msg = f"the GPU backend cannot hold nulls in integer columns (they would become float): {nulls}"
         raise ConfigError(msg)
     cp = _cp()
     return {n: cp.asarray(t.column(n).to_numpy()) for n in t.column_names}
@@ -136,6 +141,11 @@ class Expand(Operator):
     name: str = "expand"
     kind: str = "expand"
 
+    def __post_init__(self) -> None:
+        if self.slide <= 0 or self.window <= 0 or self.window % self.slide:
+            msg = f"expand needs a window that is a positive multiple of the slide, got {self.window} / {self.slide}"
+            raise ConfigError(msg)
+
     def _starts(self, xp, ts):
         k = self.window // self.slide
         last = (ts // self.slide) * self.slide
@@ -204,6 +214,12 @@ class Join(Operator):
     name: str = "join"
     kind: str = "join"
 
+    def __post_init__(self) -> None:
+        keys = self.right.column(self.key)
+        if keys.null_count or len(pc.unique(keys)) != len(keys):
+            msg = f"join: the static table's {self.key!r} must be unique and not null (a dimension table)"
+            raise ConfigError(msg)
+
     def cpu(self, t: pa.Table) -> pa.Table:
         return t.join(self.right, self.key, join_type="inner", use_threads=False)
 
@@ -235,5 +251,7 @@ class Sort(Operator):
     def gpu(self, g: GpuTable) -> GpuTable:
         cp = _cp()
         key = g[self.column]
-        order = cp.argsort(-key if self.descending else key, kind="stable") if len(key) else cp.zeros(0, cp.int64)
+        order = cp.argsort(key, kind="stable") if len(key) else cp.zeros(0, cp.int64)
+        if self.descending:  # reversed, not negated: correct for unsigned and minimum values
+            order = order[::-1]
         return {n: a[order] for n, a in g.items()}

@@ -14,7 +14,7 @@ class OneDevice(DeviceMapper):
             msg = f"unknown device {device!r}; valid choices: {', '.join(DEVICES)}"
             raise ConfigError(msg)
         self.device = device
-        self.name = f"all-{device}"
+        self.name = device  # the registry name, as every snapshot records it
 
     def map(self, plan: list[OpNode], partition_bytes: float) -> list[str]:
         return [self.device] * len(plan)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from adaptstream.bench.meta import describe
+from adaptstream.bench.meta import describe, targets_table
 
 NAME = "mapdevice"
 WARMUP = 2  # first batches of a stream run not judged (MapDevice's regression has no history yet)
@@ -203,12 +203,8 @@ def write_report(r: dict, target: Path) -> None:
         "",
         "## Targets",
         "",
-        "| target | rule | measured | verdict |",
-        "|---|---|---|---|",
+        *targets_table(targets(r), "not measured"),
     ]
-    for name, rule, measured, met in targets(r):
-        verdict = "not measured" if met is None else ("met" if met else "missed")
-        lines.append(f"| {name} | {rule} | {measured} | **{verdict}** |")
     lines += [
         "",
         "## Data-size sweep (Fig. 5 shape)",

@@ -84,3 +84,12 @@ def describe(meta: dict[str, Any]) -> str:
     else:
         text += " (the run did not finish: partial results)"
     return text + ".\n"
+
+
+def targets_table(targets: list[tuple[str, str, str, bool | None]], unknown: str = "n/a") -> list[str]:
+    """The Markdown table of a report's targets: (target, rule, measured, met), met None = ``unknown``."""
+    lines = ["| target | rule | measured | verdict |", "|---|---|---|---|"]
+    for name, rule, measured, met in targets:
+        verdict = unknown if met is None else ("met" if met else "missed")
+        lines.append(f"| {name} | {rule} | {measured} | **{verdict}** |")
+    return lines

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from adaptstream.bench.meta import targets_table
+
 NAME = "prompt_processing"
 #: worker counts of the makespan projection (the issue's 8 and 16)
 PROJECTED_WORKERS = (8, 16)
@@ -187,12 +189,8 @@ def write_report(r: dict, target: Path) -> None:
         "",
         "## Targets",
         "",
-        "| target | rule | measured | verdict |",
-        "|---|---|---|---|",
+        *targets_table(targets(r), "n/a"),
     ]
-    for name, rule, measured, met in targets(r):
-        verdict = "n/a" if met is None else ("met" if met else "missed")
-        lines.append(f"| {name} | {rule} | {measured} | **{verdict}** |")
     lines += [
         "",
         "## Reduce balance per configuration (mean over batches)",

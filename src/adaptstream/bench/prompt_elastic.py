@@ -359,9 +359,9 @@ def prompt_elastic_command(
             f"Sizing: {len(pats)} pattern(s) x {len(pols)} policies, {duration:g} s of input each, "
             f"{trigger:g}-s batches: about {len(pats) * len(pols) * (duration + 15) / 60:.0f} min of runs plus "
             "cluster and application start-up, so that one invocation stays within about 15 min.",
-            "Map tasks: Alg. 4's planned map tasks are recorded per batch (`planned_map_tasks`) but not applied: "
-            f"the source's block count is fixed when a query starts, so every batch has {workers} input blocks; "
-            "executors follow the plan's max(map tasks, reduce buckets).",
+            "Map tasks: every policy's planned map tasks are applied to the next batch (the pane executor writes "
+            "them to the source's blocksFile; a batch of fewer one-second datasets than planned gets one task per "
+            "dataset); executors follow the plan's max(map tasks, reduce buckets).",
             (
                 f"Each Spark application first runs {app_warmup:g} s of unrecorded constant-rate input on every "
                 "worker's executor (Python workers started, Alg. 3 compiled); an executor added later during a run "

@@ -298,3 +298,12 @@ def test_gpu_and_mixed_chains_equal_cpu(name):
     run = run_chain(data, ops, mixed)
     assert _canon(run.result) == want
     assert run.transitions == transitions(mixed) > 0
+
+
+def test_bench_size_options_are_checked_before_anything_runs():
+    from adaptstream.bench.mapdevice import positive_ints
+
+    assert positive_ints("4, 64,1024", "--sizes-kb") == (4, 64, 1024)
+    for bad in ("abc", "0", "", "4,-1"):
+        with pytest.raises(ConfigError, match="--sizes-kb takes comma-separated positive integers"):
+            positive_ints(bad, "--sizes-kb")

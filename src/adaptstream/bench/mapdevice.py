@@ -64,9 +64,10 @@ def sweep(gpu: bool, repeats: int, sizes_kb: tuple[int, ...], say) -> list[dict]
     from adaptstream.devices.pipeline import plan_of
 
     out = []
+    probe, _ = synthetic(1_000)
+    row_bytes = probe.nbytes / probe.num_rows
     for kb in sizes_kb:
-        probe, _ = synthetic(1_000)
-        rows = max(16, int(kb * 1024 / (probe.nbytes / probe.num_rows)))
+        rows = max(16, int(kb * 1024 / row_bytes))
         t, ops = synthetic(rows, seed=kb)
         n = len(ops)
         md = build_device_mapper("mapdevice").map(plan_of(ops), float(t.nbytes))
@@ -176,6 +177,20 @@ def gpu_name() -> str | None:
     return props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
 
 
+def positive_ints(text: str, option: str) -> tuple[int, ...]:
+    """A comma-separated option of positive integers; anything else is a usage error naming the option."""
+    from adaptstream.errors import ConfigError
+
+    try:
+        values = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        values = ()
+    if not values or min(values) < 1:
+        msg = f"{option} takes comma-separated positive integers, got {text!r}"
+        raise ConfigError(msg)
+    return values
+
+
 def mapdevice_command(
     out: Annotated[
         str | None, typer.Option(metavar="DIR", help="where the report goes [default: runs/bench-mapdevice-<time>]")
@@ -192,8 +207,8 @@ def mapdevice_command(
     from adaptstream.outdirs import report_dir
 
     target = report_dir("bench-mapdevice", out, update_docs)
-    sizes = tuple(int(x) for x in sizes_kb.split(",") if x.strip())
-    rows_list = tuple(int(x) for x in rows.split(",") if x.strip())
+    sizes = positive_ints(sizes_kb, "--sizes-kb")
+    rows_list = positive_ints(rows, "--rows")
     name = gpu_name()
     meta = start_meta("bench", "mapdevice", batches=batches, repeats=repeats, gpu=name)
     say = typer.echo

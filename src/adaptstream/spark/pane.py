@@ -314,7 +314,6 @@ class PaneExecutor:
         if self.blocks_file:
             from adaptstream.spark.planner import write_block_count
 
-            os.makedirs(os.path.dirname(self.blocks_file), exist_ok=True)
             write_block_count(self.blocks_file, map_tasks, after_batch)
 
     # -- state of earlier batches

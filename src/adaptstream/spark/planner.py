@@ -15,7 +15,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
 import time
 from collections.abc import Callable
 
@@ -23,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
-from adaptstream.connectors.base import DatasetRef
+from adaptstream.connectors.base import DatasetRef, write_atomic
 from adaptstream.connectors.parsing import FileFormat, ParseResult
 from adaptstream.spark.read import (
     BlockPartition,
@@ -73,10 +72,7 @@ def read_block_count(path: str | None, default: int) -> int:
 
 def write_block_count(path: str, map_tasks: int, after_batch: int | None) -> None:
     """Atomically (rename) record the map tasks for the batches after ``after_batch``."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump({"map_tasks": int(map_tasks), "after_batch": after_batch}, f)
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps({"map_tasks": int(map_tasks), "after_batch": after_batch}))
 
 
 def plan_slices(

@@ -131,7 +131,7 @@ def test_a_lost_grant_frees_its_slot_after_the_lease():
 
 
 def test_reregistration_after_a_restart_frees_the_slot_and_keeps_learning():
-    pol = build_scheduler("klink")
+    pol = build_scheduler("klink", hold=math.inf)  # work-conserving: granted although its SWM is far
     pol.register("a", {"main": (2.0, 0.0)})
     pol.queries["a"].streams["main"] = trained = _trained()
     assert _ready(pol, 200.0, "a") == ["a"]
@@ -163,6 +163,53 @@ def test_highest_rate_prefers_the_cheaper_rows():
     for q in qs:
         q.pending_rows = 1000
     assert pol.order(1.0, qs) == ["fast", "slow"]
+
+
+def _held_setup(**params):
+    """Query "far" (its SWM ~1.9 s away) and "near" (its SWM was ingested, not processed), one free slot."""
+    pol = build_scheduler("klink", slots=2, **params)
+    for n in ("far", "near"):
+        pol.register(n, {"main": (2.0, 0.0)})
+        pol.queries[n].streams["main"] = _trained()
+    est = pol.queries["near"].streams["main"]
+    deadline = est.next_deadline
+    assert est.observe(10_000, deadline + 0.5, deadline + 0.01, 0.0)  # near's SWM arrives
+    t = deadline + 0.6  # far's estimator has the same deadline but saw no SWM: its next one is ~1.9 s out
+    far = pol.queries["far"].streams["main"]
+    far.prediction = (t + 1.9, t + 1.7, t + 2.1)
+    return pol, t
+
+
+def test_klink_holds_a_query_with_slack_above_hold_even_with_a_slot_free():
+    pol, t = _held_setup(hold=1.0)
+    assert _ready(pol, t, "far", "near") == []  # the order of the first poll (only far ready) holds far
+    assert pol.held == {"far"}
+    assert _ready(pol, t + 0.13, "far", "near") == ["near"]  # next cycle: a slot is free, yet far waits
+    assert pol.held == {"far"} and pol.holds == 2
+    pol.complete("near", t + 0.3, 10_001, 100, 0.3)
+    assert _ready(pol, t + 1.0, "far") == ["far"]  # ~0.9 s to its SWM, less the batch's cost: below hold
+
+
+def test_klink_without_hold_is_work_conserving():
+    pol, t = _held_setup(hold=math.inf)
+    assert _ready(pol, t, "near", "far") == ["near"]  # far was not ready when the order was made
+    assert _ready(pol, t + 0.13, "far") == ["far"]
+    assert pol.held == set()
+
+
+def test_klink_never_holds_data_older_than_its_period_or_in_memory_mode():
+    pol, t = _held_setup(hold=1.0)
+    assert pol.poll("far", t, True, 100, t - 0.1) is False  # fresh data, SWM ~1.9 s away: held
+    old, t2 = _held_setup(hold=1.0)
+    assert old.poll("far", t2, True, 100, t2 - 2.5) is True  # its oldest data is older than the 2 s period
+    mem, t3 = _held_setup(hold=1.0, memory_bound=0.8)
+    mem.memory(t3, 0.9)
+    assert mem.poll("far", t3, True, 100, t3 - 0.1) is True  # memory mode: process, do not hold
+
+
+def test_klink_hold_must_be_non_negative():
+    with pytest.raises(ConfigError, match="hold"):
+        build_scheduler("klink", hold=-1.0)
 
 
 def test_klink_memory_mode_orders_by_rows_removed_then_returns():

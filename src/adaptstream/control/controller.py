@@ -190,6 +190,7 @@ class Controller:
             "grants": self.grants,
             "refusals": self.refusals,
             "decisions": self.policy.decisions,
+            "holds": int(getattr(self.policy, "holds", 0)),  # evaluations that held a query back (klink)
             "cpu_seconds": self.cpu_seconds,
             "swm_hits": hits,
             "swm_checked": checked,

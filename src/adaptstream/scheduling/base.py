@@ -237,7 +237,8 @@ class SchedulerPolicy(Policy):
 
     # -- ordering ------------------------------------------------------------------------------------------
     def order(self, now: float, ready: Sequence[QueryState]) -> list[str]:
-        """Names of the ready queries, most urgent first."""
+        """Names of the ready queries, most urgent first. A ready query left out is held back: not granted even
+        while a slot is free (klink's ``hold``)."""
         raise NotImplementedError
 
     def _reorder(self, now: float) -> None:

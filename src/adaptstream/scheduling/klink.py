@@ -4,8 +4,16 @@ Each query's slack is the least over its input streams (Sec. 3.3) of the expecte
 ingestion time is normal with the mean and spread of scheduling/swm.py, cut to the ``confidence`` interval and
 integrated in steps of the cycle ``r``; ``cost^q(t)`` is the expected processing time of the query's waiting rows
 (fixed per-batch cost + learned seconds per row). A query whose SWM was ingested but not yet processed has
-negative slack and goes first. Queries with no estimate yet (fewer than two epochs, or no event-time information)
-come last, oldest data first, so the policy stays work-conserving.
+negative slack and goes first. Queries with no estimate yet (before the first SWM, or no event-time information)
+come last, oldest data first.
+
+Holding (our micro-batch counterpart of Klink leaving a query unscheduled while it has slack; a documented
+deviation, docs/klink.md): a ready query whose expected slack exceeds ``hold`` seconds is not granted a batch even
+when a slot is free; its data waits and joins a later, larger batch. In Flink an operator that runs early costs no
+more than one that runs late; in Spark every micro-batch pays a fixed planning and scheduling cost on the driver,
+so running a query's batches before its window can close only adds load that delays the queries whose windows do
+close. A query is never held without an SWM estimate, in memory mode, or once its oldest waiting data is older
+than its shortest SWM period (a wrong estimate cannot starve it). ``hold = inf`` is the work-conserving form.
 
 Memory mode: when the memory in use reaches ``memory_bound`` (share of the limit), the order becomes largest
 ``p_k = sz * (1 - S)`` first (waiting rows times one minus the query's selectivity: the rows one batch removes),
@@ -27,6 +35,15 @@ class KlinkConfig(SchedulerConfig):
     memory_bound: float = 0.85  # b: share of the memory limit that switches to memory mode
     memory_free: float = 0.5  # leave memory mode once this share of the used memory was freed ...
     memory_seconds: float = 3.0  # ... or after this long
+    hold: float = 1.0  # seconds of expected slack above which a ready query is held back (inf: never)
+
+    def validate(self) -> None:
+        from adaptstream.errors import ConfigError
+
+        super().validate()
+        if math.isnan(self.hold) or self.hold < 0:
+            msg = f"hold must be >= 0 seconds (inf: never hold), got {self.hold}"
+            raise ConfigError(msg)
 
     def build(self) -> KlinkPolicy:
         return KlinkPolicy(self)
@@ -40,6 +57,8 @@ class KlinkPolicy(SchedulerPolicy):
         super().__init__(config)
         self.mm_since: float | None = None  # in memory mode since
         self.mm_entry: float = 0.0  # memory use when it began
+        self.held: set[str] = set()  # ready queries held back at the last evaluation (slack above ``hold``)
+        self.holds = 0  # evaluations that held at least one query back
 
     def memory(self, now: float, used_fraction: float) -> None:
         super().memory(now, used_fraction)
@@ -60,8 +79,18 @@ class KlinkPolicy(SchedulerPolicy):
     def slacks(self, now: float, queries: Sequence[QueryState]) -> dict[str, float]:
         return {q.name: q.slack(now, self.config.fixed_cost, self.config.cycle) for q in queries}
 
+    def holding(self, now: float, q: QueryState, slack: float) -> bool:
+        """Hold ``q`` back: its window cannot close soon, and a batch now would only add per-batch cost."""
+        if self.memory_mode or not math.isfinite(slack) or slack <= self.config.hold:
+            return False
+        period = min((s.period for s in q.streams.values()), default=0.0)
+        return q.oldest is None or now - q.oldest < period
+
     def order(self, now: float, ready: Sequence[QueryState]) -> list[str]:
         sl = self.slacks(now, ready)
+        self.held = {q.name for q in ready if self.holding(now, q, sl[q.name])}
+        self.holds += int(bool(self.held))
+        ready = [q for q in ready if q.name not in self.held]
 
         def key(q: QueryState) -> tuple:
             known = math.isfinite(sl[q.name])
@@ -73,7 +102,8 @@ class KlinkPolicy(SchedulerPolicy):
         return [q.name for q in sorted(ready, key=key)]
 
     def _extra_state(self) -> dict[str, Any]:
-        return {"mm_since": self.mm_since, "mm_entry": self.mm_entry}
+        return {"mm_since": self.mm_since, "mm_entry": self.mm_entry, "holds": self.holds}
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
         self.mm_since, self.mm_entry = state["mm_since"], float(state["mm_entry"])
+        self.holds = int(state.get("holds", 0))

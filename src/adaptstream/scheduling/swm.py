@@ -120,8 +120,10 @@ class SwmEstimator:
 
     # -- estimates ---------------------------------------------------------------------------------------------
     def moments(self) -> tuple[float, float] | None:
-        """(mean delay mu, sigma of the next SWM's ingestion) over the last h epochs; None before two epochs."""
-        if len(self.epochs) < 2:
+        """(mean delay mu, sigma of the next SWM's ingestion) over the last h epochs; None before the first
+        epoch ended. One epoch is enough: sigma pools the delays inside the epochs, so a 10 s window is estimated
+        from its first SWM on, not only from its second (short runs would otherwise barely use the estimate)."""
+        if not self.epochs:
             return None
         h = len(self.epochs)
         mu = sum(m for m, _ in self.epochs) / h

@@ -234,6 +234,13 @@ def run(
     partitioner: PartitionerOpt = "time",
     num_blocks: Annotated[int, typer.Option(min=1, metavar="N", help="Spark input partitions per micro-batch")] = 2,
     scheduler: SchedulerOpt = "default",
+    scheduler_params: Annotated[
+        str,
+        typer.Option(
+            metavar="K=V;K=V",
+            help="parameters of the --scheduler policy, e.g. 'hold=inf' (work-conserving klink) or 'slots=2'",
+        ),
+    ] = "",
     start_spread: Annotated[
         float,
         typer.Option(
@@ -274,6 +281,7 @@ def run(
             workloads,
             scheduler,
             start_spread,
+            scheduler_params,
             run_dir,
             master,
             admission=admission,

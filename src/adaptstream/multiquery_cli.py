@@ -9,7 +9,13 @@ from adaptstream.errors import AdaptstreamError, ConfigError
 
 
 def run_several(
-    workloads: list[str], scheduler: str, start_spread: float, run_dir: str | None, master: str, **spec_fields
+    workloads: list[str],
+    scheduler: str,
+    start_spread: float,
+    scheduler_params: str,
+    run_dir: str | None,
+    master: str,
+    **spec_fields,
 ) -> None:
     """Check everything, start one SparkSession, run the workloads concurrently, summarise each."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -27,7 +33,10 @@ def run_several(
         console.print("--input implies --drain: the run stops once the input is exhausted", style="yellow")
     input_dir = spec_fields.pop("input")
     specs = tuple(RunSpec(workload=w, input_dir=input_dir, **spec_fields) for w in workloads)
-    ms = MultiSpec(specs, scheduler=scheduler, start_spread=start_spread, seed=spec_fields.get("seed", 0))
+    params = parse_params(scheduler_params)
+    ms = MultiSpec(
+        specs, scheduler=scheduler, scheduler_params=params, start_spread=start_spread, seed=spec_fields.get("seed", 0)
+    )
     run_dir = run_dir or os.path.join("runs", f"multi-{scheduler}-{time.strftime('%Y%m%d-%H%M%S')}")
     names = check_multi(ms, run_dir)
     if input_dir and not input_files(input_dir):
@@ -75,3 +84,24 @@ def run_several(
     console.print(
         f"run directory: [bold]{run_dir}[/] (one folder per workload: {', '.join(names)}; multi.json, spark.log)"
     )
+
+
+def parse_params(text: str) -> tuple[tuple[str, float | int | str], ...]:
+    """``--scheduler-params 'hold=inf;slots=2'``: numbers where they parse as one (the scheduler checks names)."""
+    out: list[tuple[str, float | int | str]] = []
+    for kv in (x.strip() for x in text.split(";")):
+        if not kv:
+            continue
+        key, sep, raw = kv.partition("=")
+        if not sep or not key.strip():
+            msg = f"--scheduler-params must look like 'name=value;name=value', got {text!r}"
+            raise ConfigError(msg)
+        value: float | int | str = raw.strip()
+        for conv in (int, float):
+            try:
+                value = conv(raw)
+                break
+            except ValueError:
+                continue
+        out.append((key.strip(), value))
+    return tuple(out)

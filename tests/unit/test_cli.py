@@ -100,6 +100,15 @@ USAGE_ERRORS = [
         ),
         "has no parameter(s) ['bogus']",
     ),
+    (
+        ("run", "--workload", "YSB", "--workload", "DEBS", "--scheduler", "klink", "--scheduler-params", "hold"),
+        "name=value",
+    ),
+    (
+        ("run", "--workload", "YSB", "--workload", "DEBS", "--scheduler", "klink", "--scheduler-params", "hodl=1"),
+        "has no parameter(s) ['hodl']; valid:",
+    ),
+    (("bench", "klink", "--policies", "klink:hold=-1"), "hold must be >= 0"),
     (("place",), "Missing argument"),
     (("place", "q.json", "h.json", "--target", "latency"), "proc-latency, e2e-latency, throughput"),
 ]

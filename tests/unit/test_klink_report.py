@@ -93,3 +93,30 @@ def test_mixed_workloads_get_a_per_workload_table_and_their_own_swm_targets(tmp_
     assert "klink at N=4: DEBS 0.61, YSB 0.04" in md
     met = {t["target"]: t["met"] for t in targets(res)}
     assert met["SWM inside the 95 % interval (debs_rides, replay)"] is True
+
+
+def test_a_parameter_variant_is_reported_but_is_not_a_baseline(tmp_path):
+    res = _result(5.0)
+    res["runs"].append(_run("klink:hold=inf", 4, 4.0, 9.0))  # faster than klink: must not count as a baseline
+    met = {t["target"]: t["met"] for t in targets(res)}
+    assert met["klink mean below every other baseline at N=4"] is True
+    write_report(res, tmp_path)
+    text = (tmp_path / "klink.md").read_text()
+    assert "| klink:hold=inf | n/a | 4.00 / 9.00 (8 w) |" in text
+    assert "other work shared the machine" not in text  # load 2.0 on 2 cores
+
+
+def test_policy_specs_parse_names_and_numbers():
+    import math
+
+    import pytest
+
+    from adaptstream.bench.klink import parse_policy
+    from adaptstream.errors import ConfigError
+
+    assert parse_policy("klink") == ("klink", ())
+    name, params = parse_policy("klink:hold=inf;slots=2")
+    assert name == "klink" and params[1] == ("slots", 2) and math.isinf(params[0][1])
+    assert parse_policy("klink:variance=mean") == ("klink", (("variance", "mean"),))
+    with pytest.raises(ConfigError, match="name=value"):
+        parse_policy("klink:hold")

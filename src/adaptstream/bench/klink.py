@@ -33,6 +33,15 @@ import typer
 POLICIES = ("default", "fair", "rr", "fcfs", "hr", "sbox", "klink")
 
 
+def parse_policy(label: str) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    """``NAME`` or ``NAME:PARAM=VALUE[;PARAM=VALUE]`` (e.g. ``klink:hold=inf``, the work-conserving Klink) into
+    the scheduler's name and parameters, as ``adaptstream run --scheduler-params`` takes them."""
+    from adaptstream.multiquery_cli import parse_params
+
+    name, _, rest = label.partition(":")
+    return name, parse_params(rest)
+
+
 DEFAULT_WORKLOADS = ("YSB", "YSBZ")
 
 
@@ -64,12 +73,14 @@ def one_run(
         )
         for i in range(n)
     )
-    run_dir = work / f"{policy}-{n}"
+    name, params = parse_policy(policy)
+    run_dir = work / f"{policy.replace(':', '_').replace('=', '-')}-{n}"
     load_before = os.getloadavg()
-    res = run_multi(spark, MultiSpec(specs, scheduler=policy, start_spread=spread, seed=seed), str(run_dir))
+    ms = MultiSpec(specs, scheduler=name, scheduler_params=params, start_spread=spread, seed=seed)
+    res = run_multi(spark, ms, str(run_dir))
     lat: list[float] = []
     per_workload: dict[str, list[float]] = {}
-    rows = 0
+    rows = batches = 0
     first, last = float("inf"), 0.0
     for name in res.names:
         r = res.results[name]
@@ -78,6 +89,7 @@ def one_run(
         per_workload.setdefault(r.spec.workload, []).extend(mine)
         rows += r.summary.rows
         b = _batches(r.metrics_dir)
+        batches += len(b)
         if b:
             first = min(first, min(x["admitted_at"] for x in b))
             last = max(last, max(x["completed_at"] for x in b))
@@ -92,6 +104,7 @@ def one_run(
         "wall_s": res.wall_seconds,
         "rows": rows,
         "rows_per_s": rows / (last - first) if last > first else None,
+        "batches": batches,  # data micro-batches over all queries (no-data batches are not the source's)
         "controller": ctl,
         "load_before": load_before,
         "load_after": os.getloadavg(),
@@ -148,7 +161,10 @@ def klink_command(
         bool, typer.Option("--update-docs", help="write the committed report in docs/results")
     ] = False,
     queries: Annotated[str, typer.Option(help="numbers of concurrent queries, e.g. '2,4'")] = "2,4",
-    policies: Annotated[str, typer.Option(help="comma-separated policies")] = ",".join(POLICIES),
+    policies: Annotated[
+        str,
+        typer.Option(help="comma-separated policies; NAME:K=V;K=V sets parameters, e.g. 'klink:hold=inf'"),
+    ] = ",".join(POLICIES),
     duration: Annotated[float, typer.Option(min=5.0, help="seconds of generated input per query")] = 40.0,
     rate: Annotated[int, typer.Option(min=1, help="rows per second per query")] = 400,
     start_spread: Annotated[float, typer.Option(min=0.0, help="random start in [0, S] s (paper: 20)")] = 5.0,
@@ -176,13 +192,14 @@ def klink_command(
     from adaptstream.bench.source import _git
     from adaptstream.errors import AdaptstreamError
     from adaptstream.outdirs import report_dir
-    from adaptstream.scheduling import SCHEDULERS
+    from adaptstream.scheduling import build_scheduler
     from adaptstream.spark.session import build_spark
     from adaptstream.workloads import GENERATORS, WORKLOADS
 
     pols = [p.strip() for p in policies.split(",") if p.strip()]
-    for p in pols:
-        SCHEDULERS.get(p)
+    for p in pols:  # an unknown name or parameter is an error listing the valid ones, before Spark starts
+        name, params = parse_policy(p)
+        build_scheduler(name, **dict(params))
     wls = tuple(w.strip() for w in workloads.split(",") if w.strip())
     if not wls:
         msg = "--workloads must name at least one workload"

@@ -355,3 +355,22 @@ def test_the_policies_really_decide_differently():
     gated = {n: [(t, q) for t, q, _ in traces[n]] for n in ("klink", "rr", "fcfs", "sbox", "hr")}
     assert len({json.dumps(v) for v in gated.values()}) == len(gated)
     assert len(traces["default"]) > len(traces["klink"])  # free-running: more, smaller batches
+
+
+def test_cost_is_fitted_with_an_intercept_once_batch_sizes_differ():
+    pol = build_scheduler("klink")
+    pol.register("q")
+    for rows, secs in ((300, 0.63), (300, 0.63), (300, 0.63)):
+        pol.complete("q", 0.0, 1, rows, secs)
+    q = pol.queries["q"]
+    q.pending_rows = 3000
+    assert q.cost_fit() is None  # equal sizes: no fit, the per-row EWMA charges the fixed cost to every row
+    assert q.cost(0.15) == pytest.approx(0.15 + 3000 * (0.63 - 0.15) / 300)
+    for rows, secs in ((1000, 0.7), (3000, 0.9)):
+        pol.complete("q", 0.0, 1, rows, secs)
+    a, b = q.cost_fit()
+    assert a == pytest.approx(0.6, abs=0.01) and b == pytest.approx(1e-4, rel=0.05)
+    assert q.cost(0.15) == pytest.approx(0.9, abs=0.02)  # a large backlog costs little more than a small one
+    for _ in range(100):
+        pol.complete("q", 0.0, 1, 500, 0.65)
+    assert len(q.recent) == 32  # bounded

@@ -31,6 +31,7 @@ from adaptstream.scheduling.swm import SwmEstimator
 DEFAULT_SELECTIVITY = 0.5  # before the sink reported any output (Klink's memory mode, hr)
 SELECTIVITY_DECAY = 0.95  # per completed batch: windows close every few batches, so the ratio spans many
 READY_FOR = 1.0  # seconds a "want" stays valid without a new poll (sources poll every 20 ms while idle)
+COST_HISTORY = 32  # completed batches per query in the cost fit (bounded memory)
 MAX_QUERIES = 4096
 
 
@@ -80,10 +81,34 @@ class QueryState:
     batches: int = 0
     rows: int = 0
     seconds: float = 0.0
+    recent: list[tuple[int, float]] = field(default_factory=list)  # (rows, seconds) of the last batches
 
     def cost(self, fixed: float) -> float:
-        """cost^q(t): the expected processing time of what waits now."""
-        return fixed + self.per_row * self.pending_rows
+        """cost^q(t): the expected processing time of what waits now. From a least-squares fit
+        ``seconds = a + b * rows`` over the last batches once their sizes differ (a micro-batch's fixed cost is
+        measured, not assumed: 0.3-1 s on a loaded 2-core driver, where a per-row rate alone would charge that
+        cost to every row and overstate a large backlog); until then ``fixed`` + the per-row EWMA."""
+        fit = self.cost_fit()
+        if fit is None:
+            return fixed + self.per_row * self.pending_rows
+        a, b = fit
+        return a + b * self.pending_rows
+
+    def cost_fit(self) -> tuple[float, float] | None:
+        """(a, b) of ``seconds = a + b * rows`` over :attr:`recent`, both >= 0; None while the sizes are equal."""
+        n = len(self.recent)
+        if n < 3:
+            return None
+        mx = sum(r for r, _ in self.recent) / n
+        my = sum(t for _, t in self.recent) / n
+        sxx = sum((r - mx) ** 2 for r, _ in self.recent)
+        if sxx <= 0:
+            return None
+        b = max(sum((r - mx) * (t - my) for r, t in self.recent) / sxx, 0.0)
+        a = my - b * mx
+        if a < 0:  # through the origin: no fixed cost measurable
+            a, b = 0.0, sum(t for _, t in self.recent) / max(sum(r for r, _ in self.recent), 1)
+        return a, b
 
     def slack(self, t: float, fixed: float, cycle: float) -> float:
         """Klink Sec. 3.3: a query's slack is the least over its input streams (+inf when nothing is known)."""
@@ -107,6 +132,7 @@ class QueryState:
             "batches": self.batches,
             "rows": self.rows,
             "seconds": self.seconds,
+            "recent": [list(x) for x in self.recent],
         }
 
 
@@ -180,6 +206,8 @@ class SchedulerPolicy(Policy):
         if rows > 0:
             sample = max(float(seconds) - self.config.fixed_cost, 0.0) / rows
             q.per_row = sample if q.batches == 1 else 0.8 * q.per_row + 0.2 * sample
+            q.recent.append((int(rows), float(seconds)))
+            del q.recent[:-COST_HISTORY]
             if q.measured:  # the sink reports what it wrote
                 q.in_decayed = SELECTIVITY_DECAY * q.in_decayed + rows
                 q.out_decayed = SELECTIVITY_DECAY * q.out_decayed + q.out_pending
@@ -308,6 +336,7 @@ class SchedulerPolicy(Policy):
                 "seconds",
             ):
                 setattr(q, k, s[k])
+            q.recent = [(int(r), float(t)) for r, t in s.get("recent", ())]
             self.queries[name] = q
         self._order, self._order_at = list(state["order"]), state["order_at"]
         self.mem_used, self.decisions = float(state["mem_used"]), int(state["decisions"])

@@ -3,9 +3,9 @@
 Each query's slack is the least over its input streams (Sec. 3.3) of the expected slack of Eq. 8: the SWM
 ingestion time is normal with the mean and spread of scheduling/swm.py, cut to the ``confidence`` interval and
 integrated in steps of the cycle ``r``; ``cost^q(t)`` is the expected processing time of the query's waiting rows
-(fixed per-batch cost + learned seconds per row). A query whose SWM was ingested but not yet processed has
-negative slack and goes first. Queries with no estimate yet (before the first SWM, or no event-time information)
-come last, oldest data first.
+(a per-batch intercept and a per-row cost fitted over the last batches, scheduling/base.py). A query whose SWM
+was ingested but not yet processed has negative slack and goes first. Queries with no estimate yet (before the
+first SWM, or no event-time information) come last, oldest data first.
 
 Holding (our micro-batch counterpart of Klink leaving a query unscheduled while it has slack; a documented
 deviation, docs/klink.md): a ready query whose expected slack exceeds ``hold`` seconds is not granted a batch even

@@ -81,6 +81,9 @@ def test_table3_and_debs_queries_under_klink_equal_batch_sql_and_report_output_l
     assert {"DEBS", "DEBSP"} <= set(sel) <= set(res.names), sel
     # windowed aggregations write fewer rows than they read
     assert all(0 < v < 1 for v in sel.values()), sel
+    # after the first SWM (event time 12 s) klink holds queries whose next window is far (docs/klink.md, Holding),
+    # and every result above still equals batch SQL
+    assert res.controller["holds"] > 0, res.controller
 
 
 def test_table3_queries_on_one_input_directory_under_klink_report_output_latency_on_the_ingestion_clock(

@@ -185,17 +185,28 @@ def klink_command(
             "(largest N first, so the comparison at saturation comes first)",
         ),
     ] = 25.0,
+    report_only: Annotated[bool, typer.Option(help="rebuild the report from klink.json, run nothing")] = False,
 ) -> None:
     """Output latency of N concurrent windowed queries (YSB by default; --workloads mixes in DEBS 2015 and the
     Table III queries) under every scheduler (Klink Fig. 6a/6b, 9c/9d shapes)."""
     from adaptstream.bench.klink_report import write_report
     from adaptstream.bench.source import _git
-    from adaptstream.errors import AdaptstreamError
+    from adaptstream.errors import AdaptstreamError, ConfigError
     from adaptstream.outdirs import report_dir
     from adaptstream.scheduling import build_scheduler
     from adaptstream.spark.session import build_spark
     from adaptstream.workloads import GENERATORS, WORKLOADS
 
+    if report_only:
+        if out is None and not update_docs:
+            msg = "--report-only rebuilds an existing report: pass its --out DIR, or --update-docs"
+            raise ConfigError(msg)
+        src = report_dir("bench-klink", out, update_docs)
+        if not (src / "klink.json").exists():
+            msg = f"--report-only: no klink.json in {src}"
+            raise ConfigError(msg)
+        typer.echo(f"report: {write_report(json.loads((src / 'klink.json').read_text()), src)}")
+        return
     pols = [p.strip() for p in policies.split(",") if p.strip()]
     for p in pols:  # an unknown name or parameter is an error listing the valid ones, before Spark starts
         name, params = parse_policy(p)

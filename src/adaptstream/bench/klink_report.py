@@ -142,9 +142,9 @@ def write_report(result: dict, out: Path) -> Path:
         f"load average {_f(m['load_before'][0])} before and {_f(m['load_after'][0])} after; "
         f"{len(result['runs'])} runs in {(m['finished'] - m['started']) / 60:.1f} min. "
         + (
-            "The load exceeded the core count (other work shared the machine): "
-            if max(m["load_before"][0], m["load_after"][0]) > (m["machine"]["cpus"] or 1)
-            else ""
+            "The load before the run exceeded the core count (other work shared the machine): "
+            if m["load_before"][0] > (m["machine"]["cpus"] or 1)
+            else "The load after comes from the benchmark's own queries: "
         )
         + "absolute times are context, the ratios within one N are the result.",
         "",

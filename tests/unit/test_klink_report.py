@@ -120,3 +120,28 @@ def test_policy_specs_parse_names_and_numbers():
     assert parse_policy("klink:variance=mean") == ("klink", (("variance", "mean"),))
     with pytest.raises(ConfigError, match="name=value"):
         parse_policy("klink:hold")
+
+
+def test_repeats_pool_windows_sum_counters_and_show_the_spread(tmp_path):
+    from adaptstream.bench.klink import merge_repeats
+
+    a = {**_run("klink", 4, 4.0, 6.0), "latencies": [4.0] * 8, "batches": 10, "workload_latencies": {"YSB": [4.0] * 8}}
+    a["controller"] = {"requests": 10, "decisions": 4, "cpu_seconds": 0.004, "holds": 1, "selectivity": {"q": 0.1}}
+    b = {**_run("klink", 4, 6.0, 9.0), "latencies": [6.0] * 8, "batches": 12, "workload_latencies": {"YSB": [6.0] * 8}}
+    b["controller"] = {"requests": 30, "decisions": 6, "cpu_seconds": 0.006, "holds": 2, "selectivity": {"q": 0.2}}
+    failed = {**_run("klink", 4, 0.0, 0.0), "windows": 0, "latencies": [], "error": "boom"}
+    m = merge_repeats([a, b, failed])
+    assert m["windows"] == 16 and m["mean_s"] == 5.0 and m["batches"] == 22
+    assert m["workloads"]["YSB"]["windows"] == 16
+    assert m["controller"]["requests"] == 40 and m["controller"]["holds"] == 3
+    assert m["controller"]["selectivity"] == {"q": 0.2}
+    assert m["cpu_ms_per_decision"] == 1.0
+    assert [r["mean_s"] for r in m["repeats"]] == [4.0, 6.0]
+    assert m["error"].startswith("1 of 3 repeats failed")
+    res = _result(5.0)
+    res["meta"]["repeats"] = 2
+    res["runs"][2] = m
+    write_report(res, tmp_path)
+    text = (tmp_path / "klink.md").read_text()
+    assert "5.00 / " in text and "run means 4.00-6.00" in text and "2 runs per policy and N" in text
+    assert "1 of 3 repeats failed" in text  # listed under the failed runs

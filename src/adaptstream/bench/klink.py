@@ -100,6 +100,7 @@ def one_run(
         **summarize(lat),
         "latencies": sorted(lat),
         "workloads": {w: summarize(v) for w, v in sorted(per_workload.items())},
+        "workload_latencies": {w: sorted(v) for w, v in sorted(per_workload.items())},
         "unfinished": sum(r.unfinished for r in res.results.values()),
         "wall_s": res.wall_seconds,
         "rows": rows,
@@ -122,6 +123,51 @@ def _batches(metrics_dir: str) -> list[dict]:
         return []
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+COUNTERS = ("requests", "grants", "refusals", "decisions", "holds", "cpu_seconds", "swm_hits", "swm_checked")
+
+
+def merge_repeats(reps: list[dict]) -> dict:
+    """One record for a policy at one N from its repeated runs: window latencies pooled (mean, p99 and the CDF
+    over every window of every repeat), counters summed, and each repeat's own mean and p99 kept so the report
+    can show the spread between runs. Failed repeats are left out of the pool and named."""
+    from adaptstream.metrics.output_latency import summarize
+
+    ok = [r for r in reps if not r.get("error")]
+    out = dict(reps[-1]) if not ok else dict(ok[0])
+    lat = sorted(x for r in ok for x in r["latencies"])
+    per: dict[str, list[float]] = {}
+    for r in ok:
+        for w, v in (r.get("workload_latencies") or {}).items():
+            per.setdefault(w, []).extend(v)
+    ctl: dict[str, Any] = {k: sum((r.get("controller") or {}).get(k, 0) for r in ok) for k in COUNTERS}
+    if ok and ok[-1].get("controller"):
+        ctl = {**ok[-1]["controller"], **ctl}
+    rates = [r["rows_per_s"] for r in ok if r.get("rows_per_s")]
+    out.update(
+        summarize(lat),
+        latencies=lat,
+        workloads={w: summarize(v) for w, v in sorted(per.items())},
+        workload_latencies={w: sorted(v) for w, v in sorted(per.items())},
+        unfinished=sum(r["unfinished"] or 0 for r in ok) if ok else None,
+        wall_s=sum(r["wall_s"] for r in reps),
+        rows=sum(r["rows"] for r in ok),
+        rows_per_s=sum(rates) / len(rates) if rates else None,
+        batches=sum(r.get("batches") or 0 for r in ok),
+        controller=ctl if ok and any(r.get("controller") for r in ok) else {},
+        cpu_ms_per_decision=1000 * ctl["cpu_seconds"] / ctl["decisions"] if ctl["decisions"] else None,
+        cpu_ms_per_request=1000 * ctl["cpu_seconds"] / ctl["requests"] if ctl["requests"] else None,
+        load_before=reps[0].get("load_before"),
+        load_after=reps[-1].get("load_after"),
+        repeats=[{"mean_s": r["mean_s"], "p99_s": r["p99_s"], "windows": r["windows"]} for r in ok],
+    )
+    errors = [r["error"] for r in reps if r.get("error")]
+    if errors:
+        out["error"] = f"{len(errors)} of {len(reps)} repeats failed; first: {errors[0]}"
+    else:
+        out.pop("error", None)
+    return out
 
 
 def swm_replay(seconds: int, seed: int = 0, generators: tuple[str, ...] = ("ysb", "ysb_zipf")) -> dict:
@@ -185,13 +231,20 @@ def klink_command(
             "(largest N first, so the comparison at saturation comes first)",
         ),
     ] = 25.0,
+    repeats: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="runs per policy and N (new seeds each; windows pooled, each run's mean kept for the spread)",
+        ),
+    ] = 1,
     report_only: Annotated[bool, typer.Option(help="rebuild the report from klink.json, run nothing")] = False,
 ) -> None:
     """Output latency of N concurrent windowed queries (YSB by default; --workloads mixes in DEBS 2015 and the
     Table III queries) under every scheduler (Klink Fig. 6a/6b, 9c/9d shapes)."""
     from adaptstream.bench.klink_report import write_report
     from adaptstream.bench.source import _git
-    from adaptstream.errors import AdaptstreamError, ConfigError
+    from adaptstream.errors import ConfigError
     from adaptstream.outdirs import report_dir
     from adaptstream.scheduling import build_scheduler
     from adaptstream.spark.session import build_spark
@@ -240,6 +293,7 @@ def klink_command(
         "policies": pols,
         "workloads": list(wls),
         "seed": seed,
+        "repeats": repeats,
     }
     typer.echo("bench klink: SWM estimate replay (pure Python)")
     swm = swm_replay(replay_seconds, seed, tuple(gens))
@@ -250,40 +304,21 @@ def klink_command(
         one_run(spark, "default", 1, 8.0, rate, 0.0, seed + 999, work, wls)
         for i, n in enumerate(sorted(ns, reverse=True)):
             order = pols[i % len(pols) :] + pols[: i % len(pols)]
-            for p in order:
-                if time.time() - meta["started"] > budget_minutes * 60:
-                    meta.setdefault("skipped", []).append(f"{p}@N={n}")
-                    typer.echo(f"  N={n} {p:8s} skipped: the {budget_minutes:g} min budget is spent")
-                    continue
-                t0 = time.time()
-                try:
-                    r = one_run(spark, p, n, duration, rate, start_spread, seed, work, wls)
-                except AdaptstreamError as e:  # recorded, not hidden: the report lists failed runs
-                    r = {
-                        "policy": p,
-                        "queries": n,
-                        "windows": 0,
-                        "mean_s": None,
-                        "p50_s": None,
-                        "p99_s": None,
-                        "latencies": [],
-                        "workloads": {},
-                        "unfinished": None,
-                        "wall_s": time.time() - t0,
-                        "rows": 0,
-                        "rows_per_s": None,
-                        "controller": {},
-                        "cpu_ms_per_decision": None,
-                        "cpu_ms_per_request": None,
-                        "load_before": None,
-                        "load_after": os.getloadavg(),
-                        "error": str(e)[:300],
-                    }
-                runs.append(r)
-                typer.echo(
-                    f"  N={n} {p:8s} windows {r['windows']:3d} mean {_fmt(r['mean_s'])} p99 "
-                    f"{_fmt(r['p99_s'])} ({time.time() - t0:.0f} s, load {r['load_after'][0]:.1f})"
-                )
+            reps: dict[str, list[dict]] = {}
+            for rep in range(repeats):  # repeats interleaved: drift over the application's life hits every policy
+                for p in order:
+                    if time.time() - meta["started"] > budget_minutes * 60:
+                        meta.setdefault("skipped", []).append(f"{p}@N={n}" + (f"#{rep + 1}" if repeats > 1 else ""))
+                        typer.echo(f"  N={n} {p:8s} skipped: the {budget_minutes:g} min budget is spent")
+                        continue
+                    r = _guarded_run(spark, p, n, duration, rate, start_spread, seed + 1000 * rep, work, wls)
+                    reps.setdefault(p, []).append(r)
+                    tag = f" #{rep + 1}" if repeats > 1 else ""
+                    typer.echo(
+                        f"  N={n} {p:8s}{tag} windows {r['windows']:3d} mean {_fmt(r['mean_s'])} p99 "
+                        f"{_fmt(r['p99_s'])} ({r['wall_s']:.0f} s, load {r['load_after'][0]:.1f})"
+                    )
+            runs += [merge_repeats(reps[p]) for p in order if p in reps]
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -291,6 +326,36 @@ def klink_command(
     result = {"meta": meta, "runs": runs, "swm_replay": swm}
     write_report(result, target)
     typer.echo(f"report: {target / 'klink.md'}")
+
+
+def _guarded_run(spark, p: str, n: int, duration, rate, spread, seed, work, wls) -> dict:
+    """One run; a run that fails is recorded with its error (the report lists it), not hidden or retried."""
+    from adaptstream.errors import AdaptstreamError
+
+    t0 = time.time()
+    try:
+        return one_run(spark, p, n, duration, rate, spread, seed, work, wls)
+    except AdaptstreamError as e:
+        return {
+            "policy": p,
+            "queries": n,
+            "windows": 0,
+            "mean_s": None,
+            "p50_s": None,
+            "p99_s": None,
+            "latencies": [],
+            "workloads": {},
+            "unfinished": None,
+            "wall_s": time.time() - t0,
+            "rows": 0,
+            "rows_per_s": None,
+            "controller": {},
+            "cpu_ms_per_decision": None,
+            "cpu_ms_per_request": None,
+            "load_before": None,
+            "load_after": os.getloadavg(),
+            "error": str(e)[:300],
+        }
 
 
 def _fmt(x: float | None) -> str:

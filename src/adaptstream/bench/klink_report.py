@@ -120,6 +120,12 @@ def _f(x, fmt: str = "{:.2f}") -> str:
     return "n/a" if x is None else fmt.format(x)
 
 
+def _spread(run: dict) -> str:
+    """'; run means 4.9-6.0' when the cell pools several runs (``--repeats``), else ''."""
+    means = [r["mean_s"] for r in run.get("repeats") or () if r.get("mean_s") is not None]
+    return f"; run means {min(means):.2f}-{max(means):.2f}" if len(means) > 1 else ""
+
+
 def write_report(result: dict, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     n = saturation_n(result["runs"])
@@ -150,7 +156,14 @@ def write_report(result: dict, out: Path) -> Path:
         "",
         f"Setup: N concurrent queries, query i running the (i mod {len(wls)})-th of {', '.join(wls)} "
         f"(docs/workloads.md; YSB: uniform, YSBZ: Zipf 0.99 network delay up to 2 s), {m['rate']} "
-        f"rows/s each for {m['duration_s']:g} s, random start in [0, {m['start_spread_s']:g}] s, drained; one "
+        f"rows/s each for {m['duration_s']:g} s, random start in [0, {m['start_spread_s']:g}] s, drained; "
+        + (
+            f"{m['repeats']} runs per policy and N (new seeds per run, interleaved; windows pooled, the range of "
+            "the runs' own means beside each cell); "
+            if m.get("repeats", 1) > 1
+            else "one run per policy and N; "
+        )
+        + "one "
         "gated micro-batch at a time (`slots=1`) for rr/fcfs/hr/sbox/klink. `klink` holds back a query whose "
         'expected slack exceeds `hold` (1 s) even while the slot is free (docs/klink.md, "Holding"); '
         "`klink:hold=inf`, where it ran, is the work-conserving form. Output latency per window "
@@ -166,7 +179,7 @@ def write_report(result: dict, out: Path) -> Path:
     ]
     for p in _ordered(by):
         cells = [
-            f"{_f(by[p][k]['mean_s'])} / {_f(by[p][k]['p99_s'])} ({by[p][k]['windows']} w)"
+            f"{_f(by[p][k]['mean_s'])} / {_f(by[p][k]['p99_s'])} ({by[p][k]['windows']} w{_spread(by[p][k])})"
             if k in by[p] and by[p][k]["windows"]
             else "n/a"
             for k in m["queries"]

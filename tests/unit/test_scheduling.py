@@ -374,3 +374,17 @@ def test_cost_is_fitted_with_an_intercept_once_batch_sizes_differ():
     for _ in range(100):
         pol.complete("q", 0.0, 1, 500, 0.65)
     assert len(q.recent) == 32  # bounded
+
+
+@pytest.mark.parametrize(("overdue", "first"), [("overrun", "late"), ("zero", "near")])
+def test_an_overdue_swm_goes_before_an_ingested_one_only_when_its_overrun_counts(overdue, first):
+    pol, t = _held_setup(hold=math.inf, overdue=overdue)
+    late = pol.queries["far"].streams["main"]
+    late.prediction = (t - 3.5, t - 3.7, t - 3.3)  # its SWM was due more than 3 s ago and has not arrived
+    order = pol.order(t, [pol.queries["near"], pol.queries["far"]])
+    assert order[0] == ("far" if first == "late" else "near")
+
+
+def test_klink_overdue_must_be_a_known_mode():
+    with pytest.raises(ConfigError, match="overdue"):
+        build_scheduler("klink", overdue="later")

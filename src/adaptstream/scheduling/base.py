@@ -110,10 +110,10 @@ class QueryState:
             a, b = 0.0, sum(t for _, t in self.recent) / max(sum(r for r, _ in self.recent), 1)
         return a, b
 
-    def slack(self, t: float, fixed: float, cycle: float) -> float:
+    def slack(self, t: float, fixed: float, cycle: float, overdue: str = "overrun") -> float:
         """Klink Sec. 3.3: a query's slack is the least over its input streams (+inf when nothing is known)."""
         c = self.cost(fixed)
-        return min((s.slack(t, c, cycle) for s in self.streams.values()), default=math.inf)
+        return min((s.slack(t, c, cycle, overdue) for s in self.streams.values()), default=math.inf)
 
     def state(self) -> dict[str, Any]:
         return {

@@ -36,11 +36,15 @@ class KlinkConfig(SchedulerConfig):
     memory_free: float = 0.5  # leave memory mode once this share of the used memory was freed ...
     memory_seconds: float = 3.0  # ... or after this long
     hold: float = 1.0  # seconds of expected slack above which a ready query is held back (inf: never)
+    overdue: str = "overrun"  # slack of an SWM late past its interval: "overrun" (t_max - t - cost) or "zero" (Alg. 1)
 
     def validate(self) -> None:
         from adaptstream.errors import ConfigError
 
         super().validate()
+        if self.overdue not in ("overrun", "zero"):
+            msg = f"overdue must be 'overrun' or 'zero', got {self.overdue!r}"
+            raise ConfigError(msg)
         if math.isnan(self.hold) or self.hold < 0:
             msg = f"hold must be >= 0 seconds (inf: never hold), got {self.hold}"
             raise ConfigError(msg)
@@ -77,7 +81,8 @@ class KlinkPolicy(SchedulerPolicy):
         return self.mm_since is not None
 
     def slacks(self, now: float, queries: Sequence[QueryState]) -> dict[str, float]:
-        return {q.name: q.slack(now, self.config.fixed_cost, self.config.cycle) for q in queries}
+        c = self.config
+        return {q.name: q.slack(now, c.fixed_cost, c.cycle, c.overdue) for q in queries}
 
     def holding(self, now: float, q: QueryState, slack: float) -> bool:
         """Hold ``q`` back: its window cannot close soon, and a batch now would only add per-batch cost."""

@@ -149,18 +149,20 @@ class SwmEstimator:
         e, lo, hi = self.prediction
         return e, sigma, lo, hi
 
-    def slack(self, t: float, cost: float, cycle: float) -> float:
+    def slack(self, t: float, cost: float, cycle: float, overdue: str = "overrun") -> float:
         """Expected slack at time ``t`` with processing cost ``cost`` (Eq. 8-10, Alg. 1). An SWM already ingested
-        and not yet processed has its deadline behind it: slack ``(w - t) - cost`` (negative). None-like +inf when
-        nothing is known yet."""
+        and not yet processed has its deadline behind it: slack ``(w - t) - cost`` (negative). Past the interval
+        with no SWM yet: ``overdue="overrun"`` counts the overrun, ``(t_max - t) - cost``; ``"zero"`` is Alg. 1's
+        0 (its loop has no step left), which keeps an SWM that is late behind those already ingested. None-like
+        +inf when nothing is known yet."""
         if self.pending:
             return (self.pending[0][1] - t) - cost
         iv = self.interval()
         if iv is None:
             return math.inf
         e, sigma, lo, hi = iv
-        if t > hi:  # overdue beyond the interval: count the overrun (our extension; Alg. 1 returns 0 here)
-            return (hi - t) - cost
+        if t > hi:  # overdue beyond the interval: count the overrun (our extension) or Alg. 1's 0
+            return 0.0 if overdue == "zero" else (hi - t) - cost
         dist = NormalDist(e, sigma)
         p_after = max(1.0 - dist.cdf(t), 1e-12)
         sl, x = 0.0, max(t, lo)

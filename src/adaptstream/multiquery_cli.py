@@ -25,6 +25,7 @@ def run_several(
     from adaptstream.metrics.output_latency import output_latency
     from adaptstream.metrics.plots import plot_timelines
     from adaptstream.multiquery import MultiSpec, check_multi, run_multi, spark_conf
+    from adaptstream.policy import parse_params
     from adaptstream.runner import RunSpec, input_files
     from adaptstream.spark.session import build_spark
 
@@ -33,7 +34,7 @@ def run_several(
         console.print("--input implies --drain: the run stops once the input is exhausted", style="yellow")
     input_dir = spec_fields.pop("input")
     specs = tuple(RunSpec(workload=w, input_dir=input_dir, **spec_fields) for w in workloads)
-    params = parse_params(scheduler_params)
+    params = parse_params(scheduler_params, "--scheduler-params")
     ms = MultiSpec(
         specs, scheduler=scheduler, scheduler_params=params, start_spread=start_spread, seed=spec_fields.get("seed", 0)
     )
@@ -84,24 +85,3 @@ def run_several(
     console.print(
         f"run directory: [bold]{run_dir}[/] (one folder per workload: {', '.join(names)}; multi.json, spark.log)"
     )
-
-
-def parse_params(text: str) -> tuple[tuple[str, float | int | str], ...]:
-    """``--scheduler-params 'hold=inf;slots=2'``: numbers where they parse as one (the scheduler checks names)."""
-    out: list[tuple[str, float | int | str]] = []
-    for kv in (x.strip() for x in text.split(";")):
-        if not kv:
-            continue
-        key, sep, raw = kv.partition("=")
-        if not sep or not key.strip():
-            msg = f"--scheduler-params must look like 'name=value;name=value', got {text!r}"
-            raise ConfigError(msg)
-        value: float | int | str = raw.strip()
-        for conv in (int, float):
-            try:
-                value = conv(raw)
-                break
-            except ValueError:
-                continue
-        out.append((key.strip(), value))
-    return tuple(out)

@@ -125,6 +125,28 @@ def build_from_registry(registry: Any, name: str, params: Mapping[str, Any]) -> 
     return cls(**values)
 
 
+def parse_params(text: str, option: str) -> tuple[tuple[str, float | int | str], ...]:
+    """An option's ``'name=value;name=value'`` (``--scheduler-params``, ``--elastic-params``): numbers where they
+    parse as one; names and types are checked by :func:`build_from_registry`."""
+    out: list[tuple[str, float | int | str]] = []
+    for kv in (x.strip() for x in text.split(";")):
+        if not kv:
+            continue
+        key, sep, raw = kv.partition("=")
+        if not sep or not key.strip():
+            msg = f"{option} must look like 'name=value;name=value', got {text!r}"
+            raise ConfigError(msg)
+        value: float | int | str = raw.strip()
+        for conv in (int, float):
+            try:
+                value = conv(raw)
+                break
+            except ValueError:
+                continue
+        out.append((key.strip(), value))
+    return tuple(out)
+
+
 # -- JSON helpers for snapshots -------------------------------------------------------------------------------
 def finite_or_none(x: float | None) -> float | None:
     """JSON has no inf/nan: store them as None."""

@@ -238,16 +238,9 @@ def elastic_policy(spec: RunSpec):
     import dataclasses
 
     from adaptstream.elasticity import ELASTICITY, build_elasticity
+    from adaptstream.policy import parse_params
 
-    params: dict[str, Any] = {}
-    for kv in spec.elastic_params.split(";"):
-        if not kv.strip():
-            continue
-        if "=" not in kv:
-            msg = f"--elastic-params must look like 'name=value;name=value', got {spec.elastic_params!r}"
-            raise ConfigError(msg)
-        k, v = kv.split("=", 1)
-        params[k.strip()] = v.strip()
+    params: dict[str, Any] = dict(parse_params(spec.elastic_params, "--elastic-params"))
     fields = {f.name for f in dataclasses.fields(ELASTICITY.get(str(spec.elastic)))}
     defaults = {"initial_map_tasks": spec.num_blocks, "initial_reduce_buckets": spec.reduce_buckets}
     for name, count in defaults.items():

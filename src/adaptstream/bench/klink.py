@@ -36,10 +36,10 @@ POLICIES = ("default", "fair", "rr", "fcfs", "hr", "sbox", "klink")
 def parse_policy(label: str) -> tuple[str, tuple[tuple[str, Any], ...]]:
     """``NAME`` or ``NAME:PARAM=VALUE[;PARAM=VALUE]`` (e.g. ``klink:hold=inf``, the work-conserving Klink) into
     the scheduler's name and parameters, as ``adaptstream run --scheduler-params`` takes them."""
-    from adaptstream.multiquery_cli import parse_params
+    from adaptstream.policy import parse_params
 
     name, _, rest = label.partition(":")
-    return name, parse_params(rest)
+    return name, parse_params(rest, "a policy's K=V;K=V")
 
 
 DEFAULT_WORKLOADS = ("YSB", "YSBZ")
@@ -73,10 +73,10 @@ def one_run(
         )
         for i in range(n)
     )
-    name, params = parse_policy(policy)
+    scheduler, params = parse_policy(policy)
     run_dir = work / f"{policy.replace(':', '_').replace('=', '-')}-{n}"
     load_before = os.getloadavg()
-    ms = MultiSpec(specs, scheduler=name, scheduler_params=params, start_spread=spread, seed=seed)
+    ms = MultiSpec(specs, scheduler=scheduler, scheduler_params=params, start_spread=spread, seed=seed)
     res = run_multi(spark, ms, str(run_dir))
     lat: list[float] = []
     per_workload: dict[str, list[float]] = {}

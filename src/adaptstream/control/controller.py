@@ -190,7 +190,7 @@ class Controller:
             "grants": self.grants,
             "refusals": self.refusals,
             "decisions": self.policy.decisions,
-            "holds": int(getattr(self.policy, "holds", 0)),  # evaluations that held a query back (klink)
+            "holds": self.policy.holds,
             "cpu_seconds": self.cpu_seconds,
             "swm_hits": hits,
             "swm_checked": checked,

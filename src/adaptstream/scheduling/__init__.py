@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from adaptstream.registry import Registry
@@ -28,16 +27,11 @@ SCHEDULERS.register("klink")(KlinkConfig)
 
 
 def build_scheduler(name: str, **params: Any) -> SchedulerPolicy:
-    """Build the named scheduler; an unknown parameter is an error naming the valid ones."""
-    from adaptstream.errors import ConfigError
+    """Build the named scheduler; an unknown parameter is an error naming the valid ones, and option strings
+    ("inf", "2") are coerced to the field's type."""
+    from adaptstream.policy import build_from_registry
 
-    config_cls = SCHEDULERS.get(name)
-    fields = {f.name for f in dataclasses.fields(config_cls)}
-    unknown = sorted(set(params) - fields)
-    if unknown:
-        msg = f"scheduler {name!r} has no parameter(s) {unknown}; valid: {sorted(fields)}"
-        raise ConfigError(msg)
-    return config_cls(**params).build()
+    return build_from_registry(SCHEDULERS, name, params).build()
 
 
 __all__ = [

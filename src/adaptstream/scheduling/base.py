@@ -150,6 +150,7 @@ class SchedulerPolicy(Policy):
         self._order_at: float | None = None
         self.mem_used: float = 0.0
         self.decisions = 0  # order evaluations (controller CPU per cycle = its CPU time / this)
+        self.holds = 0  # order evaluations that held a ready query back (klink's ``hold``)
 
     # -- events --------------------------------------------------------------------------------------------
     def register(

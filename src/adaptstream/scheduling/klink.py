@@ -62,7 +62,6 @@ class KlinkPolicy(SchedulerPolicy):
         self.mm_since: float | None = None  # in memory mode since
         self.mm_entry: float = 0.0  # memory use when it began
         self.held: set[str] = set()  # ready queries held back at the last evaluation (slack above ``hold``)
-        self.holds = 0  # evaluations that held at least one query back
 
     def memory(self, now: float, used_fraction: float) -> None:
         super().memory(now, used_fraction)

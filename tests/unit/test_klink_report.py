@@ -145,3 +145,12 @@ def test_repeats_pool_windows_sum_counters_and_show_the_spread(tmp_path):
     text = (tmp_path / "klink.md").read_text()
     assert "5.00 / " in text and "run means 4.00-6.00" in text and "2 runs per policy and N" in text
     assert "1 of 3 repeats failed" in text  # listed under the failed runs
+
+
+def test_report_states_the_klink_settings_the_run_used(tmp_path):
+    res = _result(5.0)
+    write_report(res, tmp_path)  # a report from before the settings were kept: the old defaults
+    assert "`klink` ran with hold=1, overdue=overrun: it holds back" in (tmp_path / "klink.md").read_text()
+    res["meta"]["klink_defaults"] = {"hold": "inf", "overdue": "zero"}
+    write_report(res, tmp_path)
+    assert "`klink` ran with hold=inf, overdue=zero: it never holds" in (tmp_path / "klink.md").read_text()

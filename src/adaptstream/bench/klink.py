@@ -125,6 +125,14 @@ def _batches(metrics_dir: str) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+def klink_defaults() -> dict[str, str]:
+    """The settings a plain ``klink`` ran with, kept in the report: the defaults change between versions."""
+    from adaptstream.scheduling.klink import KlinkConfig
+
+    c = KlinkConfig()
+    return {"hold": f"{c.hold:g}", "overdue": c.overdue}
+
+
 COUNTERS = ("requests", "grants", "refusals", "decisions", "holds", "cpu_seconds", "swm_hits", "swm_checked")
 
 
@@ -294,6 +302,7 @@ def klink_command(
         "workloads": list(wls),
         "seed": seed,
         "repeats": repeats,
+        "klink_defaults": klink_defaults(),
     }
     typer.echo("bench klink: SWM estimate replay (pure Python)")
     swm = swm_replay(replay_seconds, seed, tuple(gens))

@@ -154,3 +154,12 @@ def test_report_states_the_klink_settings_the_run_used(tmp_path):
     res["meta"]["klink_defaults"] = {"hold": "inf", "overdue": "zero"}
     write_report(res, tmp_path)
     assert "`klink` ran with hold=inf, overdue=zero: it never holds" in (tmp_path / "klink.md").read_text()
+
+
+def test_report_counts_every_repeated_run(tmp_path):
+    res = _result(5.0)
+    write_report(res, tmp_path)
+    assert "; 4 runs in 1.0 min." in (tmp_path / "klink.md").read_text()
+    res["meta"]["repeats"] = 3
+    write_report(res, tmp_path)
+    assert "; 12 runs (4 policy x N points, 3 each) in 1.0 min." in (tmp_path / "klink.md").read_text()

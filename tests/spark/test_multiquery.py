@@ -65,7 +65,7 @@ def test_table3_and_debs_queries_under_klink_equal_batch_sql_and_report_output_l
         RunSpec(workload=w, admission="asap", rate=100, duration=20, seed=s, drain=True, finish_timeout=240)
         for w, s in (("CM1S", 1), ("DEBS", 2), ("DEBSP", 3))
     )
-    # holding on (hold = 1 s; the default is the paper's work-conserving form): results must still equal batch SQL
+    # holding on explicitly (hold = 1 s, today's default; hold=inf never holds): results must still equal batch SQL
     ms = MultiSpec(specs, scheduler="klink", scheduler_params=(("hold", 1.0),), start_spread=2.0, seed=5)
     res = run_multi(spark, ms, str(tmp_path))
     for name in res.names:

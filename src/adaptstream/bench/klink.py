@@ -169,6 +169,7 @@ def merge_repeats(reps: list[dict]) -> dict:
         load_before=reps[0].get("load_before"),
         load_after=reps[-1].get("load_after"),
         repeats=[{"mean_s": r["mean_s"], "p99_s": r["p99_s"], "windows": r["windows"]} for r in ok],
+        runs=len(reps),  # failed ones included; fewer than --repeats when the budget ran out
     )
     errors = [r["error"] for r in reps if r.get("error")]
     if errors:

@@ -11,10 +11,12 @@ POLICY_ORDER = ("default", "fair", "rr", "fcfs", "hr", "sbox", "klink")
 
 
 def _run_count(result: dict) -> str:
-    """Runs, not table cells: with ``--repeats K`` every (policy, N) cell pools K runs."""
+    """Runs, not table cells: with ``--repeats K`` every (policy, N) cell pools K runs, fewer where the budget ran
+    out (those are listed as skipped; reports written before cells kept their own count pooled exactly K)."""
     k = result["meta"].get("repeats", 1)
     n = len(result["runs"])
-    return f"{n * k} runs ({n} policy x N points, {k} each)" if k > 1 else f"{n} runs"
+    total = sum(r.get("runs", k) for r in result["runs"])
+    return f"{total} runs ({n} policy x N points, {k} each)" if k > 1 else f"{total} runs"
 
 
 def _klink_settings(m: dict) -> str:

@@ -6,6 +6,7 @@ import json
 import os
 from dataclasses import asdict
 
+import numpy as np
 import pytest
 
 from adaptstream.admission import ADMISSION, BatchOutcome, PendingDataset, build_admission
@@ -78,7 +79,7 @@ def test_fixed_rejects_non_positive_trigger():
 
 
 def test_lmstream_eq6_estimate_and_sliding_rule():
-    p = build_admission("lmstream", slide=5.0, margin=0.0, warmup_batches=0)
+    p = build_admission("lmstream", slide=5.0, margin=0.0, warmup_batches=0, estimator="avgthput", lookahead=False)
     assert p.admit(1.0, [_ds(0, 1.0)])  # nothing learned yet: admit
     p.on_batch_complete(BatchOutcome(rows=1000, admitted_at=1.0, completed_at=1.5, max_latency=0.5))
     assert p.avg_throughput == pytest.approx(2000.0)  # Eq. 4
@@ -104,7 +105,10 @@ def test_lmstream_auto_margin_learns_from_underestimates():
     assert p.margin() == pytest.approx(0.5)  # no error known yet: the floor, 0.1 x slide
     assert p.admit(10.0, [_ds(0, 6.4, 1000)])  # age 3.6 + Proc 1.0 + 0.5 >= 5 (4.6 alone would wait)
     p.on_batch_complete(BatchOutcome(rows=1000, admitted_at=10.0, completed_at=11.8, max_latency=5.4))
-    assert p.margin() == pytest.approx(0.8, abs=1e-9)  # actual 1.8 s vs estimated 1.0 s: above the floor
+    # errors: actual 1.8 s vs estimated 1.0 s, and the residuals -0.4 / +0.4 of the refit (Proc = 1.4 s per 1000)
+    under = np.array([0.8, 0.0, 0.4])  # an over-estimate counts as 0: it cannot break the bound
+    assert p.margin() == pytest.approx(under.mean() + 2 * under.std())  # 1.05 s: above the largest error, 0.8 s
+    assert build_admission("lmstream", slide=5.0, warmup_batches=0, margin_z=0.0).margin() == pytest.approx(0.5)
 
 
 def test_lmstream_margin_floor_stays_under_accurate_estimates():
@@ -226,6 +230,39 @@ def test_lmstream_constant_batches_fall_back_to_a_proportional_fit():
     _learn(p, [(1000, 0.5), (1010, 0.52), (990, 0.49)])
     a, b = p.proc_model()
     assert a == 0.0 and b == pytest.approx((0.5 + 0.52 + 0.49) / 3000, rel=0.02)
+
+
+def test_lmstream_constant_batches_take_the_intercept_from_the_no_data_batch():
+    """Equal batches cannot tell a per-batch cost from a per-row one; Spark's no-data batch after each data batch
+    is a batch of zero rows, so the gap it leaves between polls is the intercept, and a small batch (the end of a
+    burst) is not estimated at a proportional fraction of a big one's time."""
+    p = build_admission("lmstream", slide=5.0, warmup_batches=0, poll_interval=0.02)
+    t = 0.0
+    for seq in range(4):
+        assert p.admit(t, [_ds(seq, t - 5.0, 16_000)])  # old enough: admitted at the first poll
+        p.on_batch_complete(BatchOutcome(rows=16_000, admitted_at=t, completed_at=t + 1.0, max_latency=6.0))
+        t += 1.0
+        p.admit(t, [])  # first poll after the batch; Spark then runs its no-data batch (0.5 s)
+        t += 0.52
+        p.admit(t, [])
+        t += 3.0
+    assert p.zero_row_cost() == pytest.approx(0.5)
+    a, b = p.proc_model()
+    assert a == pytest.approx(0.5) and b == pytest.approx(0.5 / 16_000)
+    assert p.estimate_proc(4_000) == pytest.approx(0.625)  # proportional: 0.25 s
+    assert p.estimate_proc(16_000) == pytest.approx(1.0)
+
+
+def test_lmstream_over_estimates_do_not_raise_the_margin():
+    p = build_admission("lmstream", slide=5.0, warmup_batches=0, history=6)
+    _learn(p, [(r, 0.2 + r / 10_000) for r in (1000, 3000, 2000)])
+    t = 100.0
+    for seq in range(6):
+        assert p.admit(t, [_ds(seq, t - 4.5, 2000)])
+        proc = p.estimate_proc(2000) / 3  # every batch far cheaper than estimated
+        p.on_batch_complete(BatchOutcome(rows=2000, admitted_at=t, completed_at=t + proc, max_latency=4 + proc))
+        t += proc + 5.0
+    assert p.margin() == pytest.approx(0.5)  # the floor: no under-estimate, whatever the spread
 
 
 def test_lmstream_gap_prior_is_a_no_data_batch_from_the_start():

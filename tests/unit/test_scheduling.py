@@ -388,3 +388,42 @@ def test_an_overdue_swm_goes_before_an_ingested_one_only_when_its_overrun_counts
 def test_klink_overdue_must_be_a_known_mode():
     with pytest.raises(ConfigError, match="overdue"):
         build_scheduler("klink", overdue="later")
+
+
+def _two_due(**params):
+    """Queries "a" and "b" whose SWMs were both ingested; a waits with more rows, so its slack is lower."""
+    pol = build_scheduler("klink", hold=math.inf, **params)
+    for n in ("a", "b"):
+        pol.register(n, {"main": (2.0, 0.0)})
+        pol.queries[n].streams["main"] = est = _trained()
+        pol.queries[n].per_row = 0.001
+        deadline = est.next_deadline
+        assert est.observe(10_000, deadline + 0.5, deadline + 0.01, 0.0)
+    return pol, deadline + 0.6
+
+
+def _want(pol, now, **rows):
+    """The named queries poll wanting a batch with these waiting rows; the order is made afresh."""
+    for n, r in rows.items():
+        q = pol.queries[n]
+        q.pending_rows, q.oldest, q.ready_at = r, now - 2.0, now
+    pol._reorder(now)
+    return pol.current_order()
+
+
+@pytest.mark.parametrize("stick", [False, True])
+def test_klink_stick_keeps_the_due_query_first_until_its_swm_is_processed(stick):
+    pol, t = _two_due(stick=stick)
+    assert _want(pol, t, a=1000, b=500) == ["a", "b"]  # slack a = -0.1 - 1.15 < slack b = -0.05 - 0.65
+    assert pol.poll("a", t, True, 1000, t - 2.0) is True
+    pol.complete("a", t + 1.05, 5_000, 900, 1.05)  # a batch that did not reach a's SWM: 100 rows left
+    # a's remaining cost is 0.25 s now, so its slack rose above b's: plain least slack switches to b
+    assert _want(pol, t + 1.06, a=100, b=500) == (["a", "b"] if stick else ["b", "a"])
+    if stick:
+        assert pol.poll("a", t + 1.06, True, 100, t - 1.0) is True
+        again = build_scheduler("klink", hold=math.inf, stick=True)
+        again.load_state_dict(pol.state_dict())
+        assert again.focus == pol.focus == ("a", "main", 10_000)
+        pol.complete("a", t + 1.4, 10_001, 100, 0.3)  # this batch carried a's SWM: a is released
+        assert _want(pol, t + 1.41, a=10, b=500)[0] == "b"
+        assert pol.focus == ("b", "main", 10_000)

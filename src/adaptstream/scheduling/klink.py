@@ -16,6 +16,10 @@ close. A query is never held without an SWM estimate, in memory mode, or once it
 than its shortest SWM period (a wrong estimate cannot starve it). ``hold = inf, overdue = "zero"`` is Alg. 1's
 work-conserving form; the defaults are the form that measured better at N = 16 (docs/klink.md, Measured).
 
+Sticking (``stick``, a documented deviation): the query chosen first while its SWM is ingested but not processed
+stays first until that SWM is processed; plain least slack first switches away as soon as a batch lowers the
+query's remaining cost (see :meth:`KlinkPolicy.sticky`).
+
 Memory mode: when the memory in use reaches ``memory_bound`` (share of the limit), the order becomes largest
 ``p_k = sz * (1 - S)`` first (waiting rows times one minus the query's selectivity: the rows one batch removes),
 least slack breaking ties, until use fell by ``memory_free`` of what it was on entry or ``memory_seconds`` passed.
@@ -38,6 +42,7 @@ class KlinkConfig(SchedulerConfig):
     memory_seconds: float = 3.0  # ... or after this long
     hold: float = 1.0  # seconds of expected slack above which a ready query is held back (inf: never, Alg. 1)
     overdue: str = "overrun"  # slack of an SWM late past its interval: "overrun" (t_max - t - cost) or "zero" (Alg. 1)
+    stick: bool = False  # keep the query whose ingested SWM was chosen first until that SWM is processed
 
     def validate(self) -> None:
         from adaptstream.errors import ConfigError
@@ -63,6 +68,7 @@ class KlinkPolicy(SchedulerPolicy):
         self.mm_since: float | None = None  # in memory mode since
         self.mm_entry: float = 0.0  # memory use when it began
         self.held: set[str] = set()  # ready queries held back at the last evaluation (slack above ``hold``)
+        self.focus: tuple[str, str, int] | None = None  # ``stick``: (query, stream, manifest seq of its SWM)
 
     def memory(self, now: float, used_fraction: float) -> None:
         super().memory(now, used_fraction)
@@ -104,11 +110,42 @@ class KlinkPolicy(SchedulerPolicy):
                 return (-q.pending_rows * (1.0 - q.selectivity), *least, *by_oldest(q))
             return (*least, *by_oldest(q))
 
-        return [q.name for q in sorted(ready, key=key)]
+        names = [q.name for q in sorted(ready, key=key)]
+        focus = self.sticky(names, sl) if self.config.stick and not self.memory_mode else None
+        return [focus, *(n for n in names if n != focus)] if focus in names else names
+
+    def sticky(self, names: Sequence[str], sl: Mapping[str, float]) -> str | None:
+        """The query to keep first: the one chosen when its SWM was ingested, until that SWM is processed.
+
+        Least slack first thrashes (least laxity first's known flaw): each batch of the most urgent query removes
+        some of its waiting cost, which raises its slack above the next query's, so queries whose windows are all
+        due take turns and every one of them finishes late. Sticking to one until its window is out ends the
+        others' windows no later than they would have and this one's earlier."""
+        if self.focus is not None:
+            name, stream, seq = self.focus
+            q = self.queries.get(name)
+            est = q.streams.get(stream) if q is not None else None
+            if est is not None and any(p[0] == seq for p in est.pending):
+                return name
+            self.focus = None
+        due = [n for n in names if sl[n] < 0 and any(s.pending for s in self.queries[n].streams.values())]
+        if not due:
+            return None
+        q = self.queries[due[0]]  # names are in least-slack order
+        stream, est = min(((k, s) for k, s in q.streams.items() if s.pending), key=lambda kv: kv[1].pending[0][1])
+        self.focus = (q.name, stream, est.pending[0][0])
+        return q.name
 
     def _extra_state(self) -> dict[str, Any]:
-        return {"mm_since": self.mm_since, "mm_entry": self.mm_entry, "holds": self.holds}
+        return {
+            "mm_since": self.mm_since,
+            "mm_entry": self.mm_entry,
+            "holds": self.holds,
+            "focus": list(self.focus) if self.focus else None,
+        }
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
         self.mm_since, self.mm_entry = state["mm_since"], float(state["mm_entry"])
         self.holds = int(state.get("holds", 0))
+        f = state.get("focus")
+        self.focus = (str(f[0]), str(f[1]), int(f[2])) if f else None

@@ -42,7 +42,7 @@ class KlinkConfig(SchedulerConfig):
     memory_seconds: float = 3.0  # ... or after this long
     hold: float = 1.0  # seconds of expected slack above which a ready query is held back (inf: never, Alg. 1)
     overdue: str = "overrun"  # slack of an SWM late past its interval: "overrun" (t_max - t - cost) or "zero" (Alg. 1)
-    stick: bool = False  # keep the query whose ingested SWM was chosen first until that SWM is processed
+    stick: bool = False  # keep the due query chosen first until its SWM is processed (measured worse: off)
 
     def validate(self) -> None:
         from adaptstream.errors import ConfigError

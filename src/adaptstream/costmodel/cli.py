@@ -258,6 +258,47 @@ def evaluate(
     console.print(f"[green]report[/green] {out / 'costmodel.md'}")
 
 
+@app.command("eval-real")
+@clean_errors
+def evaluate_real(
+    traces: Annotated[Path, typer.Option(help="REAL testbed traces (`costmodel testbed-corpus`)")] = Path(
+        "data/costmodel_real_testbed.jsonl"
+    ),
+    sim_corpus: Annotated[
+        Path, typer.Option(help="SIMULATED corpus to pre-train on (`costmodel corpus`); skipped if absent")
+    ] = CORPUS,
+    out: Annotated[
+        Path | None, typer.Option(metavar="DIR", help="report directory [default: runs/costmodel-real-<time>]")
+    ] = None,
+    update_docs: Annotated[
+        bool, typer.Option("--update-docs", help="write the committed report in docs/results/")
+    ] = False,
+    models: Annotated[Path, typer.Option(help="where the models for `--chooser` are written")] = Path(
+        "runs/costmodel_real/models"
+    ),
+    folds: Annotated[int, typer.Option(help="grouped k-fold over the queries")] = 5,
+    sim_train: Annotated[int, typer.Option(help="simulated traces to pre-train on")] = 6000,
+    seed: Annotated[int, typer.Option()] = 0,
+) -> None:
+    """Held-out accuracy on REAL testbed traces (zero-shot, fine-tuned, real-only, flat) and Exp. 2 speed-ups."""
+    import sys
+    import time
+
+    from adaptstream.bench import costmodel_real_eval as ev
+    from adaptstream.bench import costmodel_real_report as rep
+    from adaptstream.bench.meta import git_revision
+    from adaptstream.outdirs import report_dir
+
+    if folds < 2:
+        raise CostModelError(f"--folds must be >= 2, got {folds}")
+    out = report_dir("costmodel-real", out, update_docs)
+    cfg = ev.RealEvalConfig(str(traces), str(sim_corpus), folds=folds, sim_train=sim_train, seed=seed)
+    res = ev.run(cfg, models, log=console.print)
+    meta = {"git": git_revision(), "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    command = "adaptstream " + " ".join(sys.argv[1:])
+    console.print(f"[green]report[/green] {rep.write(res, out, command, meta)}")
+
+
 @app.command("featurize")
 @clean_errors
 def featurize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -153,17 +153,34 @@ def testbed_corpus(
     duration: Annotated[float, typer.Option(help="seconds per run")] = 30.0,
     warmup: Annotated[float, typer.Option(help="seconds ignored at the start of a run")] = 10.0,
     budget_min: Annotated[float, typer.Option(help="stop starting runs after this many minutes")] = 25.0,
+    chooser: Annotated[
+        str | None,
+        typer.Option(
+            help="Exp. 2 instead of the corpus: pairs of initial placement and the placement this model (gnn or "
+            "flat, from --models) chooses, for queries --first-query onwards"
+        ),
+    ] = None,
+    models: Annotated[
+        Path, typer.Option(help="models written by `costmodel eval-real` (its models/ directory)")
+    ] = Path("runs/costmodel_real/models"),
+    first_query: Annotated[int, typer.Option(help="with --chooser: the first generator query (unseen ones)")] = 1000,
+    target: Annotated[str, typer.Option(help="with --chooser: proc-latency, e2e-latency or throughput")] = (
+        "proc-latency"
+    ),
 ) -> None:
     """Run generated queries under placements on the REAL testbed (root) and append REAL traces (resumable)."""
-    from adaptstream.costmodel.testbed.corpus import run_corpus
+    from adaptstream.costmodel.testbed.corpus import chosen_placer, run_corpus
     from adaptstream.costmodel.testbed.hosts import parse_hosts
+    from adaptstream.errors import ConfigError
 
     specs = parse_hosts(hosts)
     if duration <= warmup or warmup < 0:
-        from adaptstream.errors import ConfigError
-
         msg = f"--duration ({duration}) must exceed --warmup ({warmup}) >= 0"
         raise ConfigError(msg)
+    placer, prefix = None, "tb"
+    if chooser is not None:
+        placer, prefix = chosen_placer(seed, first_query, _load_chooser(chooser, models), chooser, target), "tbx"
+        prefix += chooser
     out.parent.mkdir(parents=True, exist_ok=True)
     written = run_corpus(
         out,
@@ -174,5 +191,27 @@ def testbed_corpus(
         warmup_s=warmup,
         budget_s=budget_min * 60,
         log=lambda s: typer.echo(s),
+        placer=placer,
+        id_prefix=prefix,
     )
     typer.echo(f"wrote {written} real traces to {out}")
+
+
+def _load_chooser(name: str, models: Path) -> Any:
+    """The placement predictor saved by `costmodel eval-real` (trained on every real corpus trace)."""
+    from adaptstream.errors import ConfigError
+
+    if name not in ("gnn", "flat"):
+        msg = f"unknown --chooser {name!r}; valid choices: gnn, flat"
+        raise ConfigError(msg)
+    path = models / name
+    if not path.is_dir():
+        msg = f"no {name} models in {path}; run `adaptstream costmodel eval-real` first (it writes them)"
+        raise ConfigError(msg)
+    if name == "gnn":
+        from adaptstream.costmodel.ensemble import CostEnsembles
+
+        return CostEnsembles.load(path)
+    from adaptstream.costmodel.flat import FlatVectorModel
+
+    return FlatVectorModel.load(path)

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from adaptstream.costmodel.generate import QueryGenerator, initial_placement, sample_placement
-from adaptstream.costmodel.model import Labels, QueryGraph, Trace, read_traces, write_traces
+from adaptstream.costmodel.model import Host, Labels, QueryGraph, Trace, read_traces, write_traces
 from adaptstream.costmodel.testbed import system
 from adaptstream.costmodel.testbed.cluster import Testbed
 from adaptstream.costmodel.testbed.hosts import HostSpec
@@ -290,6 +290,49 @@ def _rates_out(query: QueryGraph, params: dict[str, Any]) -> dict[str, float]:
     return _rates(query, {k: float(v["rate"]) for k, v in params.items() if v["kind"] == "source"})
 
 
+#: chooses trace i's query and placement: (query, params, placement, kind, extra meta)
+Placer = Callable[[int, list[Host]], tuple[QueryGraph, dict[str, Any], dict[str, str], str, dict[str, Any]]]
+
+
+def pair_placer(seed: int) -> Placer:
+    """The corpus' default: trace i runs query i // 2, even i under a random valid placement, odd i under the
+    heuristic initial placement (Exp. 2's baseline)."""
+
+    def place(i: int, host_records: list[Host]) -> tuple[QueryGraph, dict[str, Any], dict[str, str], str, dict]:
+        q, params = realise(query_for(seed, i // 2))
+        if i % 2 == 0:
+            return q, params, sample_placement(q, host_records, np.random.default_rng([seed, i, 1])), "random", {}
+        return q, params, initial_placement(q, host_records), "initial", {}
+
+    return place
+
+
+def chosen_placer(seed: int, first_query: int, predictor: Any, name: str, target: str = "proc-latency") -> Placer:
+    """Exp. 2 on the testbed: trace pair k runs query `first_query + k` of the generator (pick `first_query` past
+    the training corpus, so the model has never seen the query) under the heuristic initial placement (even i)
+    and under the placement the cost model `predictor` chooses for `target` (odd i; `PlacementOptimizer`,
+    Costream Sec. V)."""
+    from adaptstream.costmodel.optimizer import PlacementOptimizer
+
+    def place(i: int, host_records: list[Host]) -> tuple[QueryGraph, dict[str, Any], dict[str, str], str, dict]:
+        j = first_query + i // 2
+        q, params = realise(query_for(seed, j))
+        init = initial_placement(q, host_records)
+        extra: dict[str, Any] = {"query_index": j, "chooser": name, "target": target}
+        if i % 2 == 0:
+            return q, params, init, "initial", extra
+        d = PlacementOptimizer(predictor, target, seed=j).optimize(q, host_records)
+        extra |= {
+            "predicted": {k: round(float(v), 3) for k, v in d.chosen.predictions.items()},
+            "fallback": d.fallback,
+            "n_candidates": d.n_candidates,
+            "same_as_initial": d.chosen.placement == init,
+        }
+        return q, params, d.chosen.placement, name, extra
+
+    return place
+
+
 def run_corpus(
     out: Path,
     n: int,
@@ -300,12 +343,16 @@ def run_corpus(
     budget_s: float = 1500.0,
     log: Callable[[str], None] = print,
     only: list[int] | None = None,
+    placer: Placer | None = None,
+    id_prefix: str = "tb",
 ) -> int:
     """Run traces 0..n-1 (or just `only`) not yet in `out` (JSON lines, appended one by one) until done or
-    `budget_s` is spent; returns how many were written."""
+    `budget_s` is spent; returns how many were written. Trace i is `placer(i, hosts)` (default: the pairs of
+    `pair_placer`), its id `<id_prefix>-<seed>-<i>`."""
     t_start = time.monotonic()
+    place = placer or pair_placer(seed)
     done = {t.trace_id for t in read_traces(out)} if out.exists() else set()
-    todo = [i for i in (only if only is not None else range(n)) if f"tb-{seed}-{i:05d}" not in done]
+    todo = [i for i in (only if only is not None else range(n)) if f"{id_prefix}-{seed}-{i:05d}" not in done]
     if not todo:
         log(f"all {n} traces already in {out}")
         return 0
@@ -350,14 +397,8 @@ def run_corpus(
                 if time.monotonic() - t_start > budget_s:
                     log(f"budget of {budget_s:.0f} s spent; {written} traces written, resume to continue")
                     break
-                q, params = realise(query_for(seed, i // 2))
-                if i % 2 == 0:
-                    placement = sample_placement(q, host_records, np.random.default_rng([seed, i, 1]))
-                    kind = "random"
-                else:
-                    placement = initial_placement(q, host_records)
-                    kind = "initial"
-                tid = f"tb-{seed}-{i:05d}"
+                q, params, placement, kind, extra = place(i, host_records)
+                tid = f"{id_prefix}-{seed}-{i:05d}"
                 t = run_trace(
                     tb, agents, (tb.driver_host, rport), tid, q, params, placement, duration_s, warmup_s, workdir
                 )
@@ -373,6 +414,7 @@ def run_corpus(
                         "index": i,
                         "query_index": i // 2,
                         "placement_kind": kind,
+                        **extra,
                         "realised": "placement.realise (docs/testbed.md)",
                     },
                 )
@@ -392,4 +434,4 @@ def run_corpus(
     return written
 
 
-__all__ = ["query_for", "run_corpus", "run_trace", "write_traces"]
+__all__ = ["chosen_placer", "pair_placer", "query_for", "run_corpus", "run_trace", "write_traces"]

@@ -1,0 +1,318 @@
+"""Costream on REAL testbed traces (`adaptstream costmodel eval-real`): held-out accuracy and Exp. 2 speed-ups.
+
+Every figure here comes from traces recorded on the real testbed (`costmodel testbed-corpus`, docs/testbed.md):
+
+* accuracy: grouped k-fold over the corpus' queries (a query's random- and initial-placement traces are always in
+  the same fold, so no held-out query was seen in training); each trace is predicted by models that never saw its
+  query. Models: the GNN trained on SIMULATED traces only (zero-shot), the same model fine-tuned on the real
+  training folds (Costream Exp. 5b), a GNN trained on the real folds only, and the flat-vector LightGBM baseline
+  on the real folds. A learning curve repeats this with a fraction of the training queries (Costream Fig. 9's
+  question: how much real data until the q-errors settle).
+* Exp. 2: traces written by `testbed-corpus --chooser NAME` (ids `tbx<NAME>-...`): per unseen query, its real run
+  under the heuristic initial placement and under the placement the model chose; speed-up = initial Lp / chosen
+  Lp, median per query type.
+
+The models fine-tuned / trained on every corpus trace are saved under `<out>/models/{gnn,flat}` for the chooser.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from adaptstream.costmodel.ensemble import CostEnsembles, MetricEnsemble
+from adaptstream.costmodel.model import Trace, read_traces
+from adaptstream.costmodel.qerror import balanced_accuracy, q_summary
+from adaptstream.costmodel.train import (
+    METRICS,
+    REGRESSION,
+    SHORT,
+    GraphDataset,
+    TrainConfig,
+    fine_tune,
+    train_model,
+)
+from adaptstream.errors import CostModelError
+
+Log = Callable[[str], None]
+MODELS = ("sim_zero_shot", "sim_fine_tuned", "real_only", "flat_real")
+BASE_TYPES = ("linear", "2-way-join", "3-way-join")
+
+
+@dataclass(frozen=True)
+class RealEvalConfig:
+    """Sizes for a 2-core machine: the real corpus is small (tens to hundreds of traces), the simulated one is
+    subsampled."""
+
+    traces: str
+    sim_corpus: str | None = "data/costmodel_corpus"
+    folds: int = 5
+    fractions: tuple[float, ...] = (0.25, 0.5, 1.0)
+    sim_train: int = 6000
+    sim_members: int = 3
+    sim_seconds: float = 20.0
+    real_epochs: int = 150
+    real_seconds: float = 8.0
+    seed: int = 0
+
+
+def base_type(qtype: str) -> str:
+    return qtype.split("+")[0]
+
+
+def load_real(path: str | Path) -> tuple[list[Trace], list[Trace]]:
+    """(corpus traces `tb-*`, Exp. 2 traces `tbx*`), both labelled real."""
+    corpus: list[Trace] = []
+    exp2: list[Trace] = []
+    for t in read_traces(path):
+        if t.labels is None or t.labels.origin != "real":
+            continue
+        (exp2 if t.trace_id.startswith("tbx") else corpus).append(t)
+    return corpus, exp2
+
+
+def query_folds(traces: Sequence[Trace], k: int, seed: int) -> list[int]:
+    """Fold of every trace, grouped by the generator query it runs (`meta.query_index`)."""
+    qs = sorted({int(t.meta["query_index"]) for t in traces})
+    if len(qs) < k:
+        msg = f"{len(qs)} queries cannot fill {k} folds; record more traces or lower --folds"
+        raise CostModelError(msg)
+    order = np.random.default_rng(seed).permutation(len(qs))
+    fold_of = {qs[j]: n % k for n, j in enumerate(order)}
+    return [fold_of[int(t.meta["query_index"])] for t in traces]
+
+
+def _split_queries(idx: np.ndarray, ds_q: np.ndarray, frac: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A fraction of the training queries, then 20 % of those (at least one) for early stopping."""
+    qs = np.unique(ds_q[idx])
+    rng = np.random.default_rng(seed)
+    qs = rng.permutation(qs)[: max(2, math.ceil(len(qs) * frac))]
+    n_val = max(1, len(qs) // 5)
+    val_q, tr_q = set(qs[:n_val].tolist()), set(qs[n_val:].tolist())
+    return np.array([i for i in idx if ds_q[i] in tr_q]), np.array([i for i in idx if ds_q[i] in val_q])
+
+
+def _fit_real(train: GraphDataset, val: GraphDataset, cfg: RealEvalConfig) -> dict[str, MetricEnsemble]:
+    out = {}
+    for m in METRICS:
+        tc = TrainConfig(metric=m, epochs=cfg.real_epochs, batch_size=32, patience=20, seed=cfg.seed)
+        try:
+            out[m] = MetricEnsemble([train_model(train, val, _timed(tc, cfg.real_seconds))])
+        except CostModelError:
+            continue  # too few labelled traces for this metric in this fold: no prediction
+    return out
+
+
+def _timed(tc: TrainConfig, seconds: float) -> TrainConfig:
+    from dataclasses import replace
+
+    return replace(tc, max_seconds=seconds)
+
+
+def _fine_tune(sim: CostEnsembles, train: GraphDataset, cfg: RealEvalConfig) -> dict[str, MetricEnsemble]:
+    out = {}
+    for m in METRICS:
+        if m not in sim.ensembles:
+            continue
+        y = train.usable(m)
+        if len(y) < 5:
+            continue
+        out[m] = MetricEnsemble([fine_tune(base, train, epochs=40, seed=cfg.seed) for base in sim.ensembles[m].members])
+    return out
+
+
+def _fit_flat(train: GraphDataset, val: GraphDataset) -> dict[str, Any]:
+    from adaptstream.costmodel.flat import FlatVectorModel
+
+    out = {}
+    for m in METRICS:
+        try:
+            out[m] = FlatVectorModel.fit(train, val, metrics=[m], n_estimators=200)
+        except CostModelError:
+            continue
+        except Exception as exc:  # lightgbm refuses one-class labels in a tiny fold
+            if "label" not in str(exc).lower():
+                raise
+    return out
+
+
+def _predict(models: dict[str, Any], ds: GraphDataset) -> dict[str, np.ndarray]:
+    out = {}
+    for m, model in models.items():
+        if isinstance(model, MetricEnsemble):
+            out[m] = model.predict(ds.graphs)
+        else:
+            out[m] = model.predict_graphs(ds.graphs)[m]
+    return out
+
+
+def scores(pred: dict[str, np.ndarray], ds: GraphDataset) -> dict[str, Any]:
+    """Q50/Q95 over successful traces with a label; accuracy and balanced accuracy for the classes. Traces a
+    model could not predict (NaN) are counted, not dropped silently."""
+    out: dict[str, Any] = {}
+    for m in METRICS:
+        idx = ds.usable(m)
+        p = pred.get(m)
+        if p is None:
+            out[SHORT[m]] = {"n": 0, "note": "no model (too few labelled traces)"}
+            continue
+        p = np.asarray(p, dtype=float)[idx]
+        have = np.isfinite(p)
+        yt = ds.column(m)[idx][have]
+        if m in REGRESSION:
+            out[SHORT[m]] = {**q_summary(yt, p[have]), "unpredicted": int((~have).sum())}
+        else:
+            yb, pb = yt.astype(bool), p[have] >= 0.5
+            out[SHORT[m]] = {
+                "acc": float((yb == pb).mean()) if yb.size else float("nan"),
+                "balanced_acc": balanced_accuracy(yb, pb),
+                "n": int(yb.size),
+                "positives": int(yb.sum()),
+                "unpredicted": int((~have).sum()),
+            }
+    return out
+
+
+def train_sim(cfg: RealEvalConfig, log: Log) -> CostEnsembles | None:
+    """The GNN pre-trained on SIMULATED traces (subsampled corpus), or None when no corpus is there."""
+    from adaptstream.costmodel.corpus import load_corpus
+    from adaptstream.costmodel.ensemble import train_ensembles
+    from adaptstream.costmodel.train import subsample
+
+    if not cfg.sim_corpus or not Path(cfg.sim_corpus).exists():
+        log(f"no simulated corpus at {cfg.sim_corpus}: zero-shot and fine-tuned models left out")
+        return None
+    sp = load_corpus(cfg.sim_corpus)
+    tr = subsample(GraphDataset.from_traces(sp["train"]), cfg.sim_train, cfg.seed)
+    va = subsample(GraphDataset.from_traces(sp["val"]), max(200, cfg.sim_train // 8), cfg.seed)
+    log(f"pre-training on {len(tr)} SIMULATED traces ({cfg.sim_members} per metric, <= {cfg.sim_seconds:.0f} s each)")
+    base = TrainConfig(max_seconds=cfg.sim_seconds, seed=cfg.seed, epochs=40)
+    return train_ensembles(tr, va, base, METRICS, members=cfg.sim_members)
+
+
+def cross_validate(
+    traces: list[Trace], sim: CostEnsembles | None, cfg: RealEvalConfig, log: Log
+) -> dict[str, dict[str, Any]]:
+    """Out-of-fold predictions for every model and training fraction, scored."""
+    ds = GraphDataset.from_traces(traces)
+    folds = np.array(query_folds(traces, cfg.folds, cfg.seed))
+    qidx = np.array([int(t.meta["query_index"]) for t in traces])
+    n = len(traces)
+    results: dict[str, dict[str, Any]] = {}
+    if sim is not None:
+        results["sim_zero_shot"] = {"1.0": scores(sim.predict_graphs(ds.graphs), ds)}
+    for frac in cfg.fractions:
+        oof: dict[str, dict[str, np.ndarray]] = {k: {m: np.full(n, np.nan) for m in METRICS} for k in MODELS[1:]}
+        for f in range(cfg.folds):
+            test = np.flatnonzero(folds == f)
+            tr_i, va_i = _split_queries(np.flatnonzero(folds != f), qidx, frac, cfg.seed + f)
+            train, val, te = ds.subset(tr_i), ds.subset(va_i), ds.subset(test)
+            fitted = {"real_only": _fit_real(train, val, cfg), "flat_real": _fit_flat(train, val)}
+            if sim is not None:
+                fitted["sim_fine_tuned"] = _fine_tune(sim, ds.subset(np.concatenate([tr_i, va_i])), cfg)
+            for name, models in fitted.items():
+                for m, p in _predict(models, te).items():
+                    oof[name][m][test] = p
+            log(f"  fraction {frac:.2f} fold {f + 1}/{cfg.folds}: {len(tr_i)} train / {len(test)} held-out traces")
+        for name, preds in oof.items():
+            if name == "sim_fine_tuned" and sim is None:
+                continue
+            results.setdefault(name, {})[f"{frac}"] = scores(preds, ds)
+    return results
+
+
+def final_models(traces: list[Trace], sim: CostEnsembles | None, cfg: RealEvalConfig, out: Path) -> list[str]:
+    """Models on every corpus trace for `testbed-corpus --chooser`: gnn = fine-tuned simulated model (or real-only
+    without a simulated corpus), flat = LightGBM."""
+    from adaptstream.costmodel.flat import FlatVectorModel
+
+    ds = GraphDataset.from_traces(traces)
+    qidx = np.array([int(t.meta["query_index"]) for t in traces])
+    tr_i, va_i = _split_queries(np.arange(len(ds)), qidx, 1.0, cfg.seed)
+    ens = _fine_tune(sim, ds, cfg) if sim is not None else _fit_real(ds.subset(tr_i), ds.subset(va_i), cfg)
+    info = {"trained_on": f"{len(ds)} real testbed traces", "fine_tuned_from_simulated": sim is not None}
+    CostEnsembles(ens, info).save(out / "gnn")
+    flat = _fit_flat(ds.subset(tr_i), ds.subset(va_i))
+    FlatVectorModel({m: f.boosters[m] for m, f in flat.items()}, {"n_estimators": 200}).save(out / "flat")
+    return sorted(ens)
+
+
+def exp2_speedups(traces: Sequence[Trace]) -> dict[str, Any]:
+    """Per chooser and query type: median of initial Lp / chosen Lp over queries where both runs succeeded."""
+    pairs: dict[tuple[str, int], dict[str, Trace]] = {}
+    for t in traces:
+        chooser = str(t.meta.get("chooser", ""))
+        pairs.setdefault((chooser, int(t.meta["query_index"])), {})[str(t.meta["placement_kind"])] = t
+    out: dict[str, Any] = {}
+    for (chooser, qi), d in sorted(pairs.items()):
+        init, chosen = d.get("initial"), d.get(chooser)
+        if init is None or chosen is None:
+            continue
+        row = out.setdefault(chooser, {}).setdefault(base_type(init.query.query_type), {"rows": []})
+        li, lc = init.labels, chosen.labels
+        assert li is not None and lc is not None
+        ok = bool(li.success and lc.success and li.proc_latency_ms and lc.proc_latency_ms)
+        row["rows"].append(
+            {
+                "query_index": qi,
+                "initial_lp": li.proc_latency_ms if li.success else None,
+                "chosen_lp": lc.proc_latency_ms if lc.success else None,
+                "initial_bp": li.backpressure,
+                "chosen_bp": lc.backpressure,
+                "same_as_initial": chosen.meta.get("same_as_initial"),
+                "speedup": round(li.proc_latency_ms / lc.proc_latency_ms, 3) if ok else None,  # type: ignore[operator]
+            }
+        )
+    for per_type in out.values():
+        for row in per_type.values():
+            sp = [r["speedup"] for r in row["rows"] if r["speedup"] is not None]
+            row["n"] = len(row["rows"])
+            row["n_valid"] = len(sp)
+            row["median"] = round(statistics.median(sp), 3) if sp else None
+    return out
+
+
+def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, Any]:
+    t0 = time.monotonic()
+    corpus, exp2 = load_real(cfg.traces)
+    if not corpus:
+        msg = f"no real corpus traces (ids tb-*) in {cfg.traces}; record them with `costmodel testbed-corpus`"
+        raise CostModelError(msg)
+    log(f"{len(corpus)} real corpus traces, {len(exp2)} Exp. 2 traces from {cfg.traces}")
+    sim = train_sim(cfg, log)
+    cv = cross_validate(corpus, sim, cfg, log)
+    models = final_models(corpus, sim, cfg, models_dir)
+    log(f"models for --chooser written to {models_dir} (metrics {', '.join(SHORT[m] for m in models)})")
+    res = {
+        "config": asdict(cfg),
+        "n_traces": len(corpus),
+        "n_queries": len({int(t.meta["query_index"]) for t in corpus}),
+        "by_type": {bt: sum(base_type(t.query.query_type) == bt for t in corpus) for bt in BASE_TYPES},
+        "success_share": round(sum(bool(t.labels and t.labels.success) for t in corpus) / len(corpus), 3),
+        "backpressure_share": round(sum(bool(t.labels and t.labels.backpressure) for t in corpus) / len(corpus), 3),
+        "load1": _loads(corpus),
+        "cv": cv,
+        "exp2": exp2_speedups(exp2),
+        "exp2_load1": _loads(exp2) if exp2 else None,
+        "seconds": round(time.monotonic() - t0, 1),
+        "load1_now": round(os.getloadavg()[0], 2),
+    }
+    return res
+
+
+def _loads(ts: Sequence[Trace]) -> dict[str, float]:
+    xs = [float(t.meta["load1_before"]) for t in ts if "load1_before" in t.meta]
+    return {"min": min(xs), "median": statistics.median(xs), "max": max(xs)} if xs else {}
+
+
+def write_json(res: dict[str, Any], path: Path) -> None:
+    path.write_text(json.dumps(res, indent=1, default=lambda o: None if isinstance(o, float) else str(o)) + "\n")

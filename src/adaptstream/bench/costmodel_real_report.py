@@ -1,0 +1,193 @@
+"""costmodel_real.md / .json / .png from `costmodel_real_eval.run`'s result: every figure from real testbed runs."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from adaptstream.bench.costmodel_real_eval import BASE_TYPES, MODELS
+
+Q_TARGET = 1.5
+ACC_TARGET = 0.90
+SPEEDUP_TARGET = 2.0
+MAIN = "sim_fine_tuned"
+LABELS = {
+    "sim_zero_shot": "GNN trained on SIMULATED traces only (zero-shot)",
+    "sim_fine_tuned": "same GNN fine-tuned on the real training folds",
+    "real_only": "GNN trained on the real training folds only",
+    "flat_real": "flat-vector LightGBM on the real training folds",
+}
+
+
+def main_model(res: dict[str, Any]) -> str:
+    return MAIN if MAIN in res["cv"] else "real_only"
+
+
+def _f(v: Any, nd: int = 2) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    return f"{v:.{nd}f}" if isinstance(v, float) else str(v)
+
+
+def targets(res: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(target, rule, measured, verdict) rows, computed from the result."""
+    m = main_model(res)
+    full = res["cv"][m][max(res["cv"][m], key=float)]
+    rows = []
+    qs = {k: full[k].get("q50") for k in ("T", "Le", "Lp")}
+    ok = all(v is not None and math.isfinite(v) and v <= Q_TARGET for v in qs.values())
+    rows.append(
+        (
+            "median q-error on held-out real traces",
+            f"{m} (all training folds), out-of-fold Q50 <= {Q_TARGET} for each of T, Le, Lp",
+            ", ".join(f"{k} {_f(v)}" for k, v in qs.items()),
+            "**met**" if ok else "**missed**",
+        )
+    )
+    accs = {k: full[k].get("balanced_acc") for k in ("R_O", "S")}
+    judged = {k: v for k, v in accs.items() if v is not None and math.isfinite(v)}
+    verdict = "**met**" if judged and all(v >= ACC_TARGET for v in judged.values()) else "**missed**"
+    if len(judged) < len(accs):
+        verdict = "**not judged**" if not judged else verdict + " (S/R_O with one class only not judged)"
+    rows.append(
+        (
+            "backpressure and success accuracy",
+            f"{m}, balanced accuracy (mean per-class recall) >= {ACC_TARGET:.0%} on held-out traces",
+            ", ".join(f"{k} {_f(v)}" for k, v in accs.items()),
+            verdict,
+        )
+    )
+    for chooser, per_type in sorted(res["exp2"].items()) or [("gnn", {})]:
+        meds = {bt: per_type.get(bt, {}).get("median") for bt in BASE_TYPES}
+        measured = [v for v in meds.values() if v is not None]
+        if not measured:
+            verdict = "**not measured**"
+        elif len(measured) == len(meds) and all(v >= SPEEDUP_TARGET for v in measured):
+            verdict = "**met**"
+        else:
+            verdict = "**missed**" if any(v < SPEEDUP_TARGET for v in measured) else "**not measured** (types)"
+        rows.append(
+            (
+                f"placement speed-up ({chooser})",
+                f"median over unseen queries of initial Lp / chosen Lp, both real runs, >= {SPEEDUP_TARGET}x per type",
+                ", ".join(f"{bt} {_f(v)}" for bt, v in meds.items()),
+                verdict,
+            )
+        )
+    return rows
+
+
+def summary_json(res: dict[str, Any]) -> dict[str, Any]:
+    m = main_model(res)
+    full = res["cv"][m][max(res["cv"][m], key=float)]
+    exp2 = res["exp2"].get("gnn", {})
+    return {
+        "labels": "real (testbed runs, docs/testbed.md)",
+        "model": m,
+        "qerror_median": {k: full[k].get("q50") for k in ("T", "Le", "Lp")},
+        "accuracy_balanced": {k: full[k].get("balanced_acc") for k in ("R_O", "S")},
+        "placement_speedup_median": {bt: exp2.get(bt, {}).get("median") for bt in BASE_TYPES},
+        "n_traces": res["n_traces"],
+        "n_queries": res["n_queries"],
+        "detail": res,
+    }
+
+
+def write(res: dict[str, Any], out: Path, command: str, meta: dict[str, Any]) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "costmodel_real.json").write_text(json.dumps(summary_json(res), indent=1, default=str) + "\n")
+    _plot(res, out / "costmodel_real.png")
+    lines = [
+        "# Costream cost model on REAL testbed traces",
+        "",
+        f"Recorded: `{command}` at git `{meta.get('git', '?')}`, {meta.get('when', '?')}, {res['seconds']:.0f} s; "
+        f"1-minute load average now {res['load1_now']}.",
+        "",
+        f"Corpus: {res['n_traces']} real traces of {res['n_queries']} generated queries "
+        f"({', '.join(f'{k} {v}' for k, v in res['by_type'].items())}), each query under a random valid placement "
+        "and under the heuristic initial placement, on the testbed (Spark standalone workers in cgroups and "
+        "network namespaces with tbf links, hosts small/medium/large; docs/testbed.md). Success "
+        f"{res['success_share']:.0%}, backpressure {res['backpressure_share']:.0%}; load average before the runs "
+        f"{_loads(res['load1'])}.",
+        "",
+        "## Targets",
+        "",
+        "| target | rule | measured | verdict |",
+        "|---|---|---|---|",
+        *[f"| {a} | {b} | {c} | {d} |" for a, b, c, d in targets(res)],
+        "",
+        "## Held-out accuracy (grouped k-fold by query, out-of-fold predictions)",
+        "",
+        f"{res['config']['folds']} folds over the queries: a held-out trace's query (under either placement) was "
+        "never in training. Q50/Q95 over successful traces; accuracy and balanced accuracy over all traces.",
+        "",
+        "| model | training share | T Q50 / Q95 | Le Q50 / Q95 | Lp Q50 / Q95 | R_O acc / bal. | S acc / bal. |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name in MODELS:
+        for frac, sc in sorted(res["cv"].get(name, {}).items(), key=lambda kv: float(kv[0])):
+            cells = [f"{_f(sc[k].get('q50'))} / {_f(sc[k].get('q95'))}" for k in ("T", "Le", "Lp")]
+            cells += [f"{_f(sc[k].get('acc'))} / {_f(sc[k].get('balanced_acc'))}" for k in ("R_O", "S")]
+            share = "-" if name == "sim_zero_shot" else f"{float(frac):.0%}"
+            lines.append(f"| {name} | {share} | " + " | ".join(cells) + " |")
+    lines += ["", *[f"- `{k}`: {v}" for k, v in LABELS.items()], "", "![accuracy](costmodel_real.png)", ""]
+    lines += ["## Exp. 2 on the testbed: chosen placement vs initial placement, real runs", ""]
+    if not res["exp2"]:
+        lines.append("No Exp. 2 runs recorded (`costmodel testbed-corpus --chooser gnn`): not measured.")
+    for chooser, per_type in sorted(res["exp2"].items()):
+        lines += [
+            f"Chooser `{chooser}` (load average {_loads(res.get('exp2_load1') or {})}):",
+            "",
+            "| query type | queries | both succeeded | median speed-up | speed-ups |",
+            "|---|---|---|---|---|",
+        ]
+        for bt, row in sorted(per_type.items()):
+            sp = ", ".join(_f(r["speedup"]) for r in row["rows"])
+            lines.append(f"| {bt} | {row['n']} | {row['n_valid']} | {_f(row['median'])} | {sp} |")
+        lines.append("")
+    (out / "costmodel_real.md").write_text("\n".join(lines) + "\n")
+    return out / "costmodel_real.md"
+
+
+def _loads(d: dict[str, float]) -> str:
+    return f"{d['min']:.1f}-{d['max']:.1f} (median {d['median']:.1f})" if d else "not recorded"
+
+
+def _plot(res: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    metrics = ("T", "Le", "Lp")
+    names = [n for n in MODELS if n in res["cv"]]
+    w = 0.8 / max(1, len(names))
+    for k, name in enumerate(names):
+        sc = res["cv"][name][max(res["cv"][name], key=float)]
+        vals = [sc[m].get("q50") or math.nan for m in metrics]
+        ax1.bar([i + k * w for i in range(len(metrics))], vals, w, label=name)
+    ax1.axhline(Q_TARGET, color="k", ls="--", lw=1, label=f"target {Q_TARGET}")
+    ax1.set_xticks([i + w * (len(names) - 1) / 2 for i in range(len(metrics))], metrics)
+    ax1.set_ylabel("median q-error, held-out real traces")
+    ax1.legend(fontsize=7)
+    for name in ("sim_fine_tuned", "real_only", "flat_real"):
+        if name not in res["cv"]:
+            continue
+        fr = sorted(res["cv"][name], key=float)
+        for m, ls in zip(metrics, ("-", "--", ":"), strict=True):
+            ax2.plot(
+                [float(f) for f in fr],
+                [res["cv"][name][f][m].get("q50") or math.nan for f in fr],
+                ls,
+                marker="o",
+                label=f"{name} {m}",
+            )
+    ax2.set_xlabel("share of the training queries used")
+    ax2.set_ylabel("median q-error")
+    ax2.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

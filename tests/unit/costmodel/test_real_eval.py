@@ -1,0 +1,119 @@
+"""Evaluation on REAL testbed traces: grouped folds, Exp. 2 pairing, and the whole pipeline on a tiny corpus.
+
+The tiny corpus reuses the SIMULATED fixture's queries with labels re-tagged real: it checks the plumbing
+(folds, out-of-fold scoring, saved chooser models, report verdicts), not accuracy.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from adaptstream.bench import costmodel_real_eval as ev
+from adaptstream.bench import costmodel_real_report as rep
+from adaptstream.costmodel.cli_data import _load_chooser
+from adaptstream.costmodel.generate import initial_placement, placement_violations
+from adaptstream.costmodel.model import Host, Labels, Trace, read_traces, write_traces
+from adaptstream.costmodel.testbed.corpus import chosen_placer, query_for
+from adaptstream.costmodel.testbed.placement import realise
+from adaptstream.errors import CostModelError
+
+FIX = Path(__file__).resolve().parents[2] / "fixtures" / "costmodel" / "train_sample.jsonl"
+HOSTS = [Host("h0", 25, 1280, 4, 0.03, "small"), Host("h1", 150, 2560, 200, 0.03, "large")]
+
+
+def _as_real(n: int, prefix: str = "tb") -> list[Trace]:
+    out = []
+    for i, t in enumerate(list(read_traces(FIX))[:n]):
+        assert t.labels is not None
+        lab = Labels(**{**t.labels.to_dict(), "origin": "real"})
+        meta = {"query_index": i // 2, "placement_kind": ("random", "initial")[i % 2], "load1_before": 2.0}
+        out.append(Trace(f"{prefix}-0-{i:05d}", t.query, t.hosts, t.placement, lab, meta))
+    return out
+
+
+def test_folds_keep_a_query_in_one_fold() -> None:
+    traces = _as_real(40)
+    folds = ev.query_folds(traces, 4, seed=1)
+    by_q: dict[int, set[int]] = {}
+    for t, f in zip(traces, folds, strict=True):
+        by_q.setdefault(int(t.meta["query_index"]), set()).add(f)
+    assert all(len(s) == 1 for s in by_q.values())
+    assert sorted(set(folds)) == [0, 1, 2, 3]
+    with pytest.raises(CostModelError, match="cannot fill"):
+        ev.query_folds(traces[:4], 5, seed=0)
+
+
+def _exp2_trace(j: int, kind: str, lp: float | None) -> Trace:
+    q, _ = realise(query_for(0, 1000 + j))
+    ok = lp is not None
+    lab = Labels(5.0, (lp or 0) * 2 if ok else None, lp, False, ok, origin="real")
+    meta = {"query_index": 1000 + j, "placement_kind": kind, "chooser": "gnn", "same_as_initial": False}
+    return Trace(f"tbxgnn-0-{2 * j + (kind != 'initial'):05d}", q, HOSTS, initial_placement(q, HOSTS), lab, meta)
+
+
+def test_exp2_speedup_is_initial_over_chosen_lp_and_skips_failed_runs() -> None:
+    ts = [_exp2_trace(0, "initial", 900.0), _exp2_trace(0, "gnn", 300.0)]
+    ts += [_exp2_trace(1, "initial", 100.0), _exp2_trace(1, "gnn", None)]
+    res = ev.exp2_speedups(ts)["gnn"]
+    rows = [r for per in res.values() for r in per["rows"]]
+    assert sorted((r["query_index"], r["speedup"]) for r in rows) == [(1000, 3.0), (1001, None)]
+    assert sum(per["n_valid"] for per in res.values()) == 1
+
+
+def test_scores_count_unpredicted_traces() -> None:
+    ds = ev.GraphDataset.from_traces(_as_real(10))
+    lp = ds.column("proc_latency_ms").copy()
+    pred = {"proc_latency_ms": lp * 2.0}
+    pred["proc_latency_ms"][ds.usable("proc_latency_ms")[0]] = np.nan
+    s = ev.scores(pred, ds)
+    assert math.isclose(s["Lp"]["q50"], 2.0)
+    assert s["Lp"]["unpredicted"] == 1
+    assert s["T"]["n"] == 0 and "no model" in s["T"]["note"]
+
+
+@pytest.mark.slow
+def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(tmp_path: Path) -> None:
+    sim = tmp_path / "sim"
+    sim.mkdir()
+    simt = list(read_traces(FIX))[60:]
+    write_traces(sim / "train.jsonl", simt[:200])
+    write_traces(sim / "val.jsonl", simt[200:260])
+    write_traces(sim / "test.jsonl", simt[260:280])
+    traces = tmp_path / "real.jsonl"
+    write_traces(traces, [*_as_real(40), _exp2_trace(0, "initial", 900.0), _exp2_trace(0, "gnn", 300.0)])
+    cfg = ev.RealEvalConfig(
+        str(traces),
+        str(sim),
+        folds=2,
+        fractions=(1.0,),
+        sim_train=200,
+        sim_members=1,
+        sim_seconds=1.0,
+        real_epochs=3,
+        real_seconds=1.0,
+    )
+    res = ev.run(cfg, tmp_path / "models", log=lambda s: None)
+    assert res["n_traces"] == 40 and res["n_queries"] == 20
+    assert set(res["cv"]) == set(ev.MODELS)
+    assert res["cv"]["sim_fine_tuned"]["1.0"]["Lp"]["n"] > 0
+    out = rep.write(res, tmp_path / "rep", "adaptstream costmodel eval-real", {"git": "x", "when": "now"})
+    js = json.loads((tmp_path / "rep" / "costmodel_real.json").read_text())
+    assert set(js["placement_speedup_median"]) == {"linear", "2-way-join", "3-way-join"}
+    verdicts = [r[3] for r in rep.targets(res)]
+    q50 = js["qerror_median"]
+    assert ("**met**" in verdicts[0]) == all(v <= rep.Q_TARGET for v in q50.values())
+    assert "not measured" in verdicts[2]  # one Exp. 2 query of one type only
+    assert "REAL testbed" in out.read_text()
+    gnn = _load_chooser("gnn", tmp_path / "models")
+    q, _ = realise(query_for(0, 1003))
+    place = chosen_placer(0, 1003, gnn, "gnn")
+    _, _, placement, kind, extra = place(1, HOSTS)
+    assert kind == "gnn" and extra["query_index"] == 1003
+    assert placement_violations(q, HOSTS, placement) == []
+    with pytest.raises(Exception, match="valid choices: gnn, flat"):
+        _load_chooser("best", tmp_path / "models")

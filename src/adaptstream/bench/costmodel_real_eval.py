@@ -63,6 +63,7 @@ class RealEvalConfig:
     real_epochs: int = 150
     real_seconds: float = 8.0
     seed: int = 0
+    sim_cache: str | None = None  # pre-trained simulated models: reused when trained with the same settings
 
 
 def base_type(qtype: str) -> str:
@@ -191,12 +192,23 @@ def train_sim(cfg: RealEvalConfig, log: Log) -> CostEnsembles | None:
     if not cfg.sim_corpus or not Path(cfg.sim_corpus).exists():
         log(f"no simulated corpus at {cfg.sim_corpus}: zero-shot and fine-tuned models left out")
         return None
+    key = {"sim_corpus": str(Path(cfg.sim_corpus).resolve()), "sim_train": cfg.sim_train, "seed": cfg.seed}
+    key |= {"members": cfg.sim_members, "seconds": cfg.sim_seconds}
+    if cfg.sim_cache and (Path(cfg.sim_cache) / "manifest.json").exists():
+        cached = CostEnsembles.load(cfg.sim_cache)
+        if cached.info.get("cache_key") == key:
+            log(f"pre-trained SIMULATED models reused from {cfg.sim_cache}")
+            return cached
     sp = load_corpus(cfg.sim_corpus)
     tr = subsample(GraphDataset.from_traces(sp["train"]), cfg.sim_train, cfg.seed)
     va = subsample(GraphDataset.from_traces(sp["val"]), max(200, cfg.sim_train // 8), cfg.seed)
     log(f"pre-training on {len(tr)} SIMULATED traces ({cfg.sim_members} per metric, <= {cfg.sim_seconds:.0f} s each)")
     base = TrainConfig(max_seconds=cfg.sim_seconds, seed=cfg.seed, epochs=40)
-    return train_ensembles(tr, va, base, METRICS, members=cfg.sim_members)
+    ens = train_ensembles(tr, va, base, METRICS, members=cfg.sim_members)
+    ens.info["cache_key"] = key
+    if cfg.sim_cache:
+        ens.save(cfg.sim_cache)
+    return ens
 
 
 def cross_validate(

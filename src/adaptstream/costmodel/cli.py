@@ -276,6 +276,9 @@ def evaluate_real(
     models: Annotated[Path, typer.Option(help="where the models for `--chooser` are written")] = Path(
         "runs/costmodel_real/models"
     ),
+    sim_models: Annotated[
+        Path, typer.Option(help="cache of the SIMULATED pre-trained models (reused when trained the same way)")
+    ] = Path("runs/costmodel_real/sim_models"),
     folds: Annotated[int, typer.Option(help="grouped k-fold over the queries")] = 5,
     sim_train: Annotated[int, typer.Option(help="simulated traces to pre-train on")] = 6000,
     seed: Annotated[int, typer.Option()] = 0,
@@ -292,7 +295,9 @@ def evaluate_real(
     if folds < 2:
         raise CostModelError(f"--folds must be >= 2, got {folds}")
     out = report_dir("costmodel-real", out, update_docs)
-    cfg = ev.RealEvalConfig(str(traces), str(sim_corpus), folds=folds, sim_train=sim_train, seed=seed)
+    cfg = ev.RealEvalConfig(
+        str(traces), str(sim_corpus), folds=folds, sim_train=sim_train, seed=seed, sim_cache=str(sim_models)
+    )
     res = ev.run(cfg, models, log=console.print)
     meta = {"git": git_revision(), "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     command = "adaptstream " + " ".join(sys.argv[1:])

@@ -96,11 +96,15 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(tmp_path: P
         sim_seconds=1.0,
         real_epochs=3,
         real_seconds=1.0,
+        sim_cache=str(tmp_path / "simc"),
     )
     res = ev.run(cfg, tmp_path / "models", log=lambda s: None)
     assert res["n_traces"] == 40 and res["n_queries"] == 20
     assert set(res["cv"]) == set(ev.MODELS)
     assert res["cv"]["sim_fine_tuned"]["1.0"]["Lp"]["n"] > 0
+    said: list[str] = []
+    assert ev.train_sim(cfg, said.append) is not None
+    assert said == [f"pre-trained SIMULATED models reused from {tmp_path / 'simc'}"]
     out = rep.write(res, tmp_path / "rep", "adaptstream costmodel eval-real", {"git": "x", "when": "now"})
     js = json.loads((tmp_path / "rep" / "costmodel_real.json").read_text())
     assert set(js["placement_speedup_median"]) == {"linear", "2-way-join", "3-way-join"}

@@ -293,6 +293,32 @@ def exp2_speedups(traces: Sequence[Trace]) -> dict[str, Any]:
     return out
 
 
+def host_set(t: Trace) -> str:
+    """A trace's host set as its categories in host order, e.g. "small,medium,large"."""
+    return ",".join(h.category or h.id for h in t.hosts)
+
+
+def hostset_speedups(traces: Sequence[Trace]) -> dict[str, Any]:
+    """Exp. 2 per host set, with how heterogeneous it is (largest / smallest host CPU and bandwidth)."""
+    out: dict[str, Any] = {}
+    for hs in sorted({host_set(t) for t in traces}):
+        sub = [t for t in traces if host_set(t) == hs]
+        cpus = [h.cpu for h in sub[0].hosts]
+        bws = [h.bandwidth_mbits for h in sub[0].hosts]
+        per = exp2_speedups(sub)
+        every = [r["speedup"] for c in per.values() for row in c.values() for r in row["rows"]]
+        valid = [x for x in every if x is not None]
+        out[hs] = {
+            "cpu_ratio": round(max(cpus) / min(cpus), 2),
+            "bandwidth_ratio": round(max(bws) / min(bws), 2),
+            "speedups": per,
+            "median_all": round(statistics.median(valid), 3) if valid else None,
+            "n_valid": len(valid),
+            "load1": _loads(sub),
+        }
+    return out
+
+
 def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, Any]:
     t0 = time.monotonic()
     corpus, exp2 = load_real(cfg.traces)
@@ -300,6 +326,8 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
         msg = f"no real corpus traces (ids tb-*) in {cfg.traces}; record them with `costmodel testbed-corpus`"
         raise CostModelError(msg)
     log(f"{len(corpus)} real corpus traces, {len(exp2)} Exp. 2 traces from {cfg.traces}")
+    sets = statistics.multimode(host_set(t) for t in corpus)
+    main_exp2 = [t for t in exp2 if host_set(t) == sets[0]]  # the targets judge the corpus' own host set
     sim = train_sim(cfg, log)
     cv = cross_validate(corpus, sim, cfg, log)
     models = final_models(corpus, sim, cfg, models_dir)
@@ -313,8 +341,10 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
         "backpressure_share": round(sum(bool(t.labels and t.labels.backpressure) for t in corpus) / len(corpus), 3),
         "load1": _loads(corpus),
         "cv": cv,
-        "exp2": exp2_speedups(exp2),
-        "exp2_load1": _loads(exp2) if exp2 else None,
+        "corpus_hosts": sets[0],
+        "exp2": exp2_speedups(main_exp2),
+        "exp2_load1": _loads(main_exp2) if main_exp2 else None,
+        "exp2_hostsets": hostset_speedups(exp2),
         "seconds": round(time.monotonic() - t0, 1),
         "load1_now": round(os.getloadavg()[0], 2),
     }

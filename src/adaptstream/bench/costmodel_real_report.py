@@ -147,8 +147,34 @@ def write(res: dict[str, Any], out: Path, command: str, meta: dict[str, Any]) ->
             sp = ", ".join(_f(r["speedup"]) for r in row["rows"])
             lines.append(f"| {bt} | {row['n']} | {row['n_valid']} | {_f(row['median'])} | {sp} |")
         lines.append("")
+    lines += _heterogeneity(res)
     (out / "costmodel_real.md").write_text("\n".join(lines) + "\n")
     return out / "costmodel_real.md"
+
+
+def _heterogeneity(res: dict[str, Any]) -> list[str]:
+    sets = res.get("exp2_hostsets") or {}
+    if len(sets) < 2:
+        return []
+    lines = [
+        "## Speed-up and heterogeneity",
+        "",
+        f"The same Exp. 2 queries on other host sets (the targets above judge the corpus' set, "
+        f"{res.get('corpus_hosts')}); the chooser is the one trained on the corpus. Median speed-up (queries where "
+        "both runs succeeded).",
+        "",
+        "| host set | CPU max/min | bandwidth max/min | " + " | ".join(BASE_TYPES) + " | all queries | load average |",
+        "|---|---|---|" + "---|" * len(BASE_TYPES) + "---|---|",
+    ]
+    for hs, d in sorted(sets.items(), key=lambda kv: (kv[1]["cpu_ratio"], kv[1]["bandwidth_ratio"])):
+        for chooser, per in sorted(d["speedups"].items()):
+            cells = [f"{_f(per.get(bt, {}).get('median'))} ({per.get(bt, {}).get('n_valid', 0)})" for bt in BASE_TYPES]
+            lines.append(
+                f"| {hs} ({chooser}) | {d['cpu_ratio']:g} | {d['bandwidth_ratio']:g} | "
+                + " | ".join(cells)
+                + f" | {_f(d['median_all'])} ({d['n_valid']}) | {_loads(d['load1'])} |"
+            )
+    return [*lines, ""]
 
 
 def _loads(d: dict[str, float]) -> str:

@@ -11,6 +11,8 @@ import typer
 
 from adaptstream.errors import AdaptstreamError
 
+DEFAULT_HOSTS = "small,medium,large"
+
 app = typer.Typer(
     help="Cost-model data: simulated trace corpus, real Structured Streaming traces, DOT import.",
     no_args_is_help=True,
@@ -149,7 +151,9 @@ def testbed_corpus(
     ),
     n: Annotated[int, typer.Option(help="trace ids 0..n-1 (pairs: random placement, initial placement)")] = 40,
     seed: Annotated[int, typer.Option()] = 0,
-    hosts: Annotated[str, typer.Option(help="testbed host categories")] = "small,medium,large",
+    hosts: Annotated[
+        str, typer.Option(help="testbed host categories; another set than the default gets ids tagged with it")
+    ] = DEFAULT_HOSTS,
     duration: Annotated[float, typer.Option(help="seconds per run")] = 30.0,
     warmup: Annotated[float, typer.Option(help="seconds ignored at the start of a run")] = 10.0,
     budget_min: Annotated[float, typer.Option(help="stop starting runs after this many minutes")] = 25.0,
@@ -170,7 +174,7 @@ def testbed_corpus(
 ) -> None:
     """Run generated queries under placements on the REAL testbed (root) and append REAL traces (resumable)."""
     from adaptstream.costmodel.testbed.corpus import chosen_placer, run_corpus
-    from adaptstream.costmodel.testbed.hosts import parse_hosts
+    from adaptstream.costmodel.testbed.hosts import host_tag, parse_hosts
     from adaptstream.errors import ConfigError
 
     specs = parse_hosts(hosts)
@@ -181,6 +185,8 @@ def testbed_corpus(
     if chooser is not None:
         placer, prefix = chosen_placer(seed, first_query, _load_chooser(chooser, models), chooser, target), "tbx"
         prefix += chooser
+    if hosts.replace(" ", "") != DEFAULT_HOSTS:
+        prefix += "." + host_tag(specs)  # another host set: its own ids, so resuming never mixes host sets
     out.parent.mkdir(parents=True, exist_ok=True)
     written = run_corpus(
         out,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from pathlib import Path
 
 import numpy as np
@@ -48,12 +49,12 @@ def test_folds_keep_a_query_in_one_fold() -> None:
         ev.query_folds(traces[:4], 5, seed=0)
 
 
-def _exp2_trace(j: int, kind: str, lp: float | None) -> Trace:
+def _exp2_trace(j: int, kind: str, lp: float | None, hosts: list[Host] = HOSTS) -> Trace:
     q, _ = realise(query_for(0, 1000 + j))
     ok = lp is not None
     lab = Labels(5.0, (lp or 0) * 2 if ok else None, lp, False, ok, origin="real")
     meta = {"query_index": 1000 + j, "placement_kind": kind, "chooser": "gnn", "same_as_initial": False}
-    return Trace(f"tbxgnn-0-{2 * j + (kind != 'initial'):05d}", q, HOSTS, initial_placement(q, HOSTS), lab, meta)
+    return Trace(f"tbxgnn-0-{2 * j + (kind != 'initial'):05d}", q, hosts, initial_placement(q, hosts), lab, meta)
 
 
 def test_exp2_speedup_is_initial_over_chosen_lp_and_skips_failed_runs() -> None:
@@ -63,6 +64,25 @@ def test_exp2_speedup_is_initial_over_chosen_lp_and_skips_failed_runs() -> None:
     rows = [r for per in res.values() for r in per["rows"]]
     assert sorted((r["query_index"], r["speedup"]) for r in rows) == [(1000, 3.0), (1001, None)]
     assert sum(per["n_valid"] for per in res.values()) == 1
+
+
+def test_exp2_is_grouped_by_host_set_with_its_heterogeneity() -> None:
+    homo = [Host("h0", 60, 1792, 32, 0.03, "medium"), Host("h1", 60, 1792, 32, 0.03, "medium")]
+    ts = [_exp2_trace(0, "initial", 900.0), _exp2_trace(0, "gnn", 300.0)]
+    ts += [_exp2_trace(0, "initial", 500.0, homo), _exp2_trace(0, "gnn", 400.0, homo)]
+    sets = ev.hostset_speedups(ts)
+    assert set(sets) == {"small,large", "medium,medium"}
+    assert (sets["small,large"]["cpu_ratio"], sets["small,large"]["bandwidth_ratio"]) == (6.0, 50.0)
+    assert sets["small,large"]["median_all"] == 3.0
+    assert (sets["medium,medium"]["cpu_ratio"], sets["medium,medium"]["median_all"]) == (1.0, 1.25)
+
+
+def test_host_tag_names_the_set_and_marks_overrides() -> None:
+    from adaptstream.costmodel.testbed.hosts import host_tag, parse_hosts
+
+    assert host_tag(parse_hosts("medium,medium,medium")) == "mmm"
+    tagged = host_tag(parse_hosts("small:cpu=30,large"))
+    assert tagged.startswith("sl~") and tagged != host_tag(parse_hosts("small:cpu=40,large"))
 
 
 def test_scores_count_unpredicted_traces() -> None:
@@ -85,7 +105,10 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(tmp_path: P
     write_traces(sim / "val.jsonl", simt[200:260])
     write_traces(sim / "test.jsonl", simt[260:280])
     traces = tmp_path / "real.jsonl"
-    write_traces(traces, [*_as_real(40), _exp2_trace(0, "initial", 900.0), _exp2_trace(0, "gnn", 300.0)])
+    corpus = _as_real(40)
+    mode = statistics.multimode(ev.host_set(t) for t in corpus)[0]
+    on = next(list(t.hosts) for t in corpus if ev.host_set(t) == mode)  # targets judge the corpus' host set
+    write_traces(traces, [*corpus, _exp2_trace(0, "initial", 900.0, on), _exp2_trace(0, "gnn", 300.0, on)])
     cfg = ev.RealEvalConfig(
         str(traces),
         str(sim),
@@ -112,6 +135,7 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(tmp_path: P
     q50 = js["qerror_median"]
     assert ("**met**" in verdicts[0]) == all(v <= rep.Q_TARGET for v in q50.values())
     assert "not measured" in verdicts[2]  # one Exp. 2 query of one type only
+    assert sum(row["n"] for row in res["exp2"]["gnn"].values()) == 1
     assert "REAL testbed" in out.read_text()
     gnn = _load_chooser("gnn", tmp_path / "models")
     q, _ = realise(query_for(0, 1003))

@@ -10,6 +10,7 @@ traces is the measured TCP round trip over the veth (a fraction of a millisecond
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -37,6 +38,15 @@ CATEGORIES: dict[str, dict[str, float]] = {
     "medium": {"cpu_pct": 60.0, "ram_mb": 1792, "bandwidth_mbits": 32.0},
     "large": {"cpu_pct": 150.0, "ram_mb": 2560, "bandwidth_mbits": 200.0},
 }
+
+
+def host_tag(specs: list[HostSpec]) -> str:
+    """Short id tag of a host set: category initials ("mmm"), plus a hash when a setting was overridden."""
+    tag = "".join(h.category[0] for h in specs)
+    keys = ("cpu_pct", "ram_mb", "bandwidth_mbits")
+    if any(tuple(getattr(h, k) for k in keys) != tuple(CATEGORIES[h.category][k] for k in keys) for h in specs):
+        tag += "~" + hashlib.sha1(repr([h.to_dict() for h in specs]).encode()).hexdigest()[:6]
+    return tag
 
 
 def parse_hosts(spec: str) -> list[HostSpec]:

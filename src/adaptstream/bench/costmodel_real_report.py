@@ -89,6 +89,15 @@ def summary_json(res: dict[str, Any]) -> dict[str, Any]:
         "qerror_median": {k: full[k].get("q50") for k in ("T", "Le", "Lp")},
         "accuracy_balanced": {k: full[k].get("balanced_acc") for k in ("R_O", "S")},
         "placement_speedup_median": {bt: exp2.get(bt, {}).get("median") for bt in BASE_TYPES},
+        "placement_speedup_by_host_set": {
+            hs: {
+                "cpu_ratio": d["cpu_ratio"],
+                "bandwidth_ratio": d["bandwidth_ratio"],
+                "median_all": d["median_all"],
+                "median": {bt: d["speedups"].get("gnn", {}).get(bt, {}).get("median") for bt in BASE_TYPES},
+            }
+            for hs, d in (res.get("exp2_hostsets") or {}).items()
+        },
         "n_traces": res["n_traces"],
         "n_queries": res["n_queries"],
         "detail": res,

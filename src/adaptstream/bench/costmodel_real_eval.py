@@ -316,7 +316,21 @@ def hostset_speedups(traces: Sequence[Trace]) -> dict[str, Any]:
             "n_valid": len(valid),
             "load1": _loads(sub),
         }
+    valid_q = [
+        {r["query_index"] for c in d["speedups"].values() for row in c.values() for r in row["rows"] if r["speedup"]}
+        for d in out.values()
+    ]
+    common = set.intersection(*valid_q) if valid_q else set()
+    for d in out.values():  # the same queries on every host set: the fair comparison across sets
+        sp = [r["speedup"] for c in d["speedups"].values() for row in c.values() for r in row["rows"]]
+        sp = [x for x, q in zip(sp, _rows_q(d), strict=True) if q in common and x is not None]
+        d["median_common"] = round(statistics.median(sp), 3) if sp else None
+        d["n_common"] = len(sp)
     return out
+
+
+def _rows_q(d: dict[str, Any]) -> list[int]:
+    return [r["query_index"] for c in d["speedups"].values() for row in c.values() for r in row["rows"]]
 
 
 def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, Any]:

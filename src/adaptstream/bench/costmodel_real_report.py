@@ -94,6 +94,7 @@ def summary_json(res: dict[str, Any]) -> dict[str, Any]:
                 "cpu_ratio": d["cpu_ratio"],
                 "bandwidth_ratio": d["bandwidth_ratio"],
                 "median_all": d["median_all"],
+                "median_same_queries": d["median_common"],
                 "median": {bt: d["speedups"].get("gnn", {}).get(bt, {}).get("median") for bt in BASE_TYPES},
             }
             for hs, d in (res.get("exp2_hostsets") or {}).items()
@@ -170,10 +171,12 @@ def _heterogeneity(res: dict[str, Any]) -> list[str]:
         "",
         f"The same Exp. 2 queries on other host sets (the targets above judge the corpus' set, "
         f"{res.get('corpus_hosts')}); the chooser is the one trained on the corpus. Median speed-up (queries where "
-        "both runs succeeded).",
+        "both runs succeeded); `same queries`: only the queries whose pair succeeded on every host set.",
         "",
-        "| host set | CPU max/min | bandwidth max/min | " + " | ".join(BASE_TYPES) + " | all queries | load average |",
-        "|---|---|---|" + "---|" * len(BASE_TYPES) + "---|---|",
+        "| host set | CPU max/min | bandwidth max/min | "
+        + " | ".join(BASE_TYPES)
+        + " | all queries | same queries | load average |",
+        "|---|---|---|" + "---|" * len(BASE_TYPES) + "---|---|---|",
     ]
     for hs, d in sorted(sets.items(), key=lambda kv: (kv[1]["cpu_ratio"], kv[1]["bandwidth_ratio"])):
         for chooser, per in sorted(d["speedups"].items()):
@@ -181,7 +184,8 @@ def _heterogeneity(res: dict[str, Any]) -> list[str]:
             lines.append(
                 f"| {hs} ({chooser}) | {d['cpu_ratio']:g} | {d['bandwidth_ratio']:g} | "
                 + " | ".join(cells)
-                + f" | {_f(d['median_all'])} ({d['n_valid']}) | {_loads(d['load1'])} |"
+                + f" | {_f(d['median_all'])} ({d['n_valid']}) | {_f(d['median_common'])} ({d['n_common']})"
+                + f" | {_loads(d['load1'])} |"
             )
     return [*lines, ""]
 

@@ -75,6 +75,10 @@ def test_exp2_is_grouped_by_host_set_with_its_heterogeneity() -> None:
     assert (sets["small,large"]["cpu_ratio"], sets["small,large"]["bandwidth_ratio"]) == (6.0, 50.0)
     assert sets["small,large"]["median_all"] == 3.0
     assert (sets["medium,medium"]["cpu_ratio"], sets["medium,medium"]["median_all"]) == (1.0, 1.25)
+    ts += [_exp2_trace(1, "initial", 800.0), _exp2_trace(1, "gnn", 100.0)]  # on one host set only
+    sets = ev.hostset_speedups(ts)
+    assert (sets["small,large"]["median_all"], sets["small,large"]["median_common"]) == (5.5, 3.0)
+    assert sets["medium,medium"]["n_common"] == 1
 
 
 def test_host_tag_names_the_set_and_marks_overrides() -> None:

@@ -30,7 +30,10 @@ except EnvironmentProblem as exc:
     SKIP = str(exc)
 needs_root = pytest.mark.skipif(bool(SKIP), reason=f"testbed unavailable: {SKIP}")
 
-SPIN = "import time\nt=time.perf_counter()\nx=0\nfor i in range(6_000_000): x+=i*i\nprint(time.perf_counter()-t)"
+SPIN = (
+    "import time\nt=time.perf_counter()\nc=time.process_time()\nx=0\nfor i in range(6_000_000): x+=i*i\n"
+    "print(time.process_time()-c, time.perf_counter()-t)"
+)
 
 
 def _leftovers(prefix: str) -> list[str]:
@@ -55,9 +58,13 @@ def test_cpu_quota_and_memory_limit_hold(tmp_path: Path) -> None:
         }
         for p in procs.values():
             assert p.wait(timeout=300) == 0
-        wall = {n: float((tmp_path / f"{n}.log").read_text().split()[-1]) for n in procs}
-        # the same work under half the quota takes about twice as long (quota caps, the machine is shared)
-        assert 1.5 <= wall["q10"] / wall["q20"] <= 2.7, wall
+        cpu_wall = {n: [float(x) for x in (tmp_path / f"{n}.log").read_text().split()[-2:]] for n in procs}
+        wall = {n: w for n, (_, w) in cpu_wall.items()}
+        # the cap holds: no process got more CPU than its quota over its run (10 % slack for accounting)
+        assert all(c / w <= h.cpu_pct / 100 * 1.1 for h in hosts for c, w in [cpu_wall[h.name]]), cpu_wall
+        # the same work under half the quota takes about twice as long; a quota is a cap, not a reservation, so
+        # on a shared machine the smaller host may get less than its share: the upper bound is loose
+        assert 1.5 <= wall["q10"] / wall["q20"] <= 3.5, wall
         assert system.cgroup_stat(tb.cgroup("q10"))["cpu_nr_throttled"] > 0
         # 96 MB limit: allocating 300 MB gets the process killed by the cgroup's OOM killer
         hog = system.spawn(

@@ -301,36 +301,32 @@ def host_set(t: Trace) -> str:
 def hostset_speedups(traces: Sequence[Trace]) -> dict[str, Any]:
     """Exp. 2 per host set, with how heterogeneous it is (largest / smallest host CPU and bandwidth)."""
     out: dict[str, Any] = {}
+    valid: dict[str, list[tuple[int, float]]] = {}  # (query, speed-up) of the pairs where both runs succeeded
     for hs in sorted({host_set(t) for t in traces}):
         sub = [t for t in traces if host_set(t) == hs]
         cpus = [h.cpu for h in sub[0].hosts]
         bws = [h.bandwidth_mbits for h in sub[0].hosts]
         per = exp2_speedups(sub)
-        every = [r["speedup"] for c in per.values() for row in c.values() for r in row["rows"]]
-        valid = [x for x in every if x is not None]
+        rows = [r for c in per.values() for row in c.values() for r in row["rows"]]
+        valid[hs] = [(r["query_index"], r["speedup"]) for r in rows if r["speedup"] is not None]
         out[hs] = {
             "cpu_ratio": round(max(cpus) / min(cpus), 2),
             "bandwidth_ratio": round(max(bws) / min(bws), 2),
             "speedups": per,
-            "median_all": round(statistics.median(valid), 3) if valid else None,
-            "n_valid": len(valid),
+            "median_all": _median([x for _, x in valid[hs]]),
+            "n_valid": len(valid[hs]),
             "load1": _loads(sub),
         }
-    valid_q = [
-        {r["query_index"] for c in d["speedups"].values() for row in c.values() for r in row["rows"] if r["speedup"]}
-        for d in out.values()
-    ]
-    common = set.intersection(*valid_q) if valid_q else set()
-    for d in out.values():  # the same queries on every host set: the fair comparison across sets
-        sp = [r["speedup"] for c in d["speedups"].values() for row in c.values() for r in row["rows"]]
-        sp = [x for x, q in zip(sp, _rows_q(d), strict=True) if q in common and x is not None]
-        d["median_common"] = round(statistics.median(sp), 3) if sp else None
-        d["n_common"] = len(sp)
+    # the same queries on every host set: the fair comparison across sets
+    common = set.intersection(*({q for q, _ in v} for v in valid.values())) if valid else set()
+    for hs, d in out.items():
+        sp = [x for q, x in valid[hs] if q in common]
+        d["median_common"], d["n_common"] = _median(sp), len(sp)
     return out
 
 
-def _rows_q(d: dict[str, Any]) -> list[int]:
-    return [r["query_index"] for c in d["speedups"].values() for row in c.values() for r in row["rows"]]
+def _median(xs: Sequence[float]) -> float | None:
+    return round(statistics.median(xs), 3) if xs else None
 
 
 def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, Any]:

@@ -185,7 +185,7 @@ def testbed_corpus(
     if chooser is not None:
         placer, prefix = chosen_placer(seed, first_query, _load_chooser(chooser, models), chooser, target), "tbx"
         prefix += chooser
-    if hosts.replace(" ", "") != DEFAULT_HOSTS:
+    if specs != parse_hosts(DEFAULT_HOSTS):
         prefix += "." + host_tag(specs)  # another host set: its own ids, so resuming never mixes host sets
     out.parent.mkdir(parents=True, exist_ok=True)
     written = run_corpus(

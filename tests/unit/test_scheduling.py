@@ -360,12 +360,13 @@ def test_the_policies_really_decide_differently():
 def test_cost_is_fitted_with_an_intercept_once_batch_sizes_differ():
     pol = build_scheduler("klink")
     pol.register("q")
-    for rows, secs in ((300, 0.63), (300, 0.63), (300, 0.63)):
-        pol.complete("q", 0.0, 1, rows, secs)
     q = pol.queries["q"]
     q.pending_rows = 3000
-    assert q.cost_fit() is None  # equal sizes: no fit, the per-row EWMA charges the fixed cost to every row
-    assert q.cost(0.15) == pytest.approx(0.15 + 3000 * (0.63 - 0.15) / 300)
+    assert q.cost_fit() is None and q.cost(0.15) == 0.15  # nothing measured: the configured fixed cost
+    for rows, secs in ((300, 0.63), (300, 0.63), (300, 0.63)):
+        pol.complete("q", 0.0, 1, rows, secs)
+    assert q.cost_fit() == (pytest.approx(0.63), 0.0)  # one size: the per-batch cost, nothing charged per row
+    assert q.cost(0.15) == pytest.approx(0.63)
     for rows, secs in ((1000, 0.7), (3000, 0.9)):
         pol.complete("q", 0.0, 1, rows, secs)
     a, b = q.cost_fit()
@@ -374,6 +375,22 @@ def test_cost_is_fitted_with_an_intercept_once_batch_sizes_differ():
     for _ in range(100):
         pol.complete("q", 0.0, 1, 500, 0.65)
     assert len(q.recent) == 32  # bounded
+
+
+def test_cold_first_batches_do_not_inflate_the_cost_of_a_backlog():
+    """Recorded in a Klink run (N=8): DEBSP's first batches, a cold one of 600 rows among them. A per-row rate
+    (or a line through the first two) priced its 2100-row backlog at 3.7-3.9 s; it took 1.12 s."""
+    pol = build_scheduler("klink")
+    pol.register("q")
+    q = pol.queries["q"]
+    q.pending_rows = 2100
+    for rows, secs in ((300, 0.63), (600, 1.18)):
+        pol.complete("q", 0.0, 1, rows, secs)
+    assert q.cost_fit()[1] == 0.0  # two points: no slope yet
+    assert q.cost(0.15) == pytest.approx((0.63 + 1.18) / 2)
+    for rows, secs in ((2100, 1.12), (1200, 0.92)):
+        pol.complete("q", 0.0, 1, rows, secs)
+    assert q.cost(0.15) == pytest.approx(1.13, abs=0.05)
 
 
 @pytest.mark.parametrize(("overdue", "first"), [("overrun", "late"), ("zero", "near")])
@@ -396,7 +413,7 @@ def _two_due(**params):
     for n in ("a", "b"):
         pol.register(n, {"main": (2.0, 0.0)})
         pol.queries[n].streams["main"] = est = _trained()
-        pol.queries[n].per_row = 0.001
+        pol.queries[n].recent = [(r, 0.15 + 0.001 * r) for r in (100, 500, 1000, 2000)]  # cost 0.15 s + 1 ms/row
         deadline = est.next_deadline
         assert est.observe(10_000, deadline + 0.5, deadline + 0.01, 0.0)
     return pol, deadline + 0.6

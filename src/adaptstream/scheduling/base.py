@@ -32,6 +32,7 @@ DEFAULT_SELECTIVITY = 0.5  # before the sink reported any output (Klink's memory
 SELECTIVITY_DECAY = 0.95  # per completed batch: windows close every few batches, so the ratio spans many
 READY_FOR = 1.0  # seconds a "want" stays valid without a new poll (sources poll every 20 ms while idle)
 COST_HISTORY = 32  # completed batches per query in the cost fit (bounded memory)
+MIN_FIT = 4  # batches (of at least two sizes) before a per-row cost is fitted
 MAX_QUERIES = 4096
 
 
@@ -82,33 +83,34 @@ class QueryState:
     rows: int = 0
     seconds: float = 0.0
     recent: list[tuple[int, float]] = field(default_factory=list)  # (rows, seconds) of the last batches
+    _fit: tuple[tuple, tuple[float, float]] | None = field(default=None, repr=False, compare=False)  # cache
 
     def cost(self, fixed: float) -> float:
-        """cost^q(t): the expected processing time of what waits now. From a least-squares fit
-        ``seconds = a + b * rows`` over the last batches once their sizes differ (a micro-batch's fixed cost is
-        measured, not assumed: 0.3-1 s on a loaded 2-core driver, where a per-row rate alone would charge that
-        cost to every row and overstate a large backlog); until then ``fixed`` + the per-row EWMA."""
+        """cost^q(t): the expected processing time of what waits now, ``a + b * rows waiting`` from
+        :meth:`cost_fit`; ``fixed`` before any batch completed."""
         fit = self.cost_fit()
         if fit is None:
-            return fixed + self.per_row * self.pending_rows
+            return fixed
         a, b = fit
         return a + b * self.pending_rows
 
     def cost_fit(self) -> tuple[float, float] | None:
-        """(a, b) of ``seconds = a + b * rows`` over :attr:`recent`, both >= 0; None while the sizes are equal."""
-        n = len(self.recent)
-        if n < 3:
+        """(a, b) of ``seconds = a + b * rows`` over :attr:`recent`, both >= 0; None before the first batch.
+
+        Robust on purpose (Theil-Sen: the median of the pairwise slopes, then the median intercept): a query's
+        first micro-batches are cold (Python workers, code generation) and a loaded driver adds spikes, and a
+        least-squares line through two such points, or a per-row rate that charges the per-batch cost (0.3-1 s
+        on this machine) to every row, estimated 3.4-4 s for backlogs that took 1 s (docs/klink.md). Until
+        :data:`MIN_FIT` batches of at least two sizes completed, no per-row cost is charged: ``a`` is the median
+        batch time and ``b`` 0."""
+        if not self.recent:
             return None
-        mx = sum(r for r, _ in self.recent) / n
-        my = sum(t for _, t in self.recent) / n
-        sxx = sum((r - mx) ** 2 for r, _ in self.recent)
-        if sxx <= 0:
-            return None
-        b = max(sum((r - mx) * (t - my) for r, t in self.recent) / sxx, 0.0)
-        a = my - b * mx
-        if a < 0:  # through the origin: no fixed cost measurable
-            a, b = 0.0, sum(t for _, t in self.recent) / max(sum(r for r, _ in self.recent), 1)
-        return a, b
+        key = tuple(self.recent)
+        if self._fit is not None and self._fit[0] == key:
+            return self._fit[1]
+        fit = _theil_sen(self.recent)
+        self._fit = (key, fit)
+        return fit
 
     def slack(self, t: float, fixed: float, cycle: float, overdue: str = "overrun") -> float:
         """Klink Sec. 3.3: a query's slack is the least over its input streams (+inf when nothing is known)."""
@@ -353,3 +355,20 @@ class SchedulerPolicy(Policy):
 def by_oldest(q: QueryState) -> tuple[float, str]:
     """Tie-break shared by the policies: the query whose oldest waiting data arrived first, then the name."""
     return (q.oldest if q.oldest is not None else math.inf, q.name)
+
+
+def _theil_sen(points: Sequence[tuple[int, float]]) -> tuple[float, float]:
+    """(a, b) of ``seconds = a + b * rows``, both >= 0: median pairwise slope and median intercept (b = 0 with
+    fewer than :data:`MIN_FIT` points or a single size)."""
+    times = sorted(t for _, t in points)
+    slopes = sorted(
+        (t2 - t1) / (r2 - r1) for i, (r1, t1) in enumerate(points) for r2, t2 in points[i + 1 :] if r2 != r1
+    )
+    b = max(_median(slopes), 0.0) if len(points) >= MIN_FIT and slopes else 0.0
+    a = _median(sorted(t - b * r for r, t in points)) if b > 0 else _median(times)
+    return max(a, 0.0), b
+
+
+def _median(xs: Sequence[float]) -> float:
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2

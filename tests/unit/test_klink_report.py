@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from adaptstream.bench.klink_report import saturation_n, targets, write_report
 
 
@@ -145,6 +147,23 @@ def test_repeats_pool_windows_sum_counters_and_show_the_spread(tmp_path):
     text = (tmp_path / "klink.md").read_text()
     assert "5.00 / " in text and "run means 4.00-6.00" in text and "2 runs per policy and N" in text
     assert "1 of 3 repeats failed" in text  # listed under the failed runs
+
+
+def test_repeats_pool_the_latency_breakdown_by_windows_and_the_report_shows_it(tmp_path):
+    from adaptstream.bench.klink import merge_repeats
+
+    part = {"input": 3.0, "batch": 0.5, "emit": 0.4}
+    a = {**_run("klink", 4, 4.0, 6.0), "breakdown": {"windows": 8, "wait": 1.0, **part}}
+    b = {**_run("klink", 4, 6.0, 9.0), "breakdown": {"windows": 24, "wait": 0.2, **part}}
+    none = {**_run("klink", 4, 6.0, 9.0), "breakdown": {"windows": 0, "wait": None, "input": None}}
+    m = merge_repeats([a, b, none])
+    assert m["breakdown"]["windows"] == 32 and m["breakdown"]["wait"] == pytest.approx(0.4)
+    res = _result(5.0)
+    res["runs"][2] = m
+    write_report(res, tmp_path)
+    text = (tmp_path / "klink.md").read_text()
+    assert "Where the latency goes at N=4" in text and "| klink | 32 | 3.00 | 0.40 | 0.50 | 0.40 | 4.30 |" in text
+    assert "| default |" not in text.split("Where the latency goes")[1].split("![")[0]  # no breakdown: no row
 
 
 def test_report_states_the_klink_settings_the_run_used(tmp_path):

@@ -96,3 +96,31 @@ def test_drained_generator_run_windows_past_the_data_count_from_the_end_of_input
     # 60 s sliding windows ending at 10 (a real watermark) and at 70 (past 20 s of data: the marker closed it)
     _result(tmp_path, 2, [10, 70], origin + 21.0)
     assert sorted(window_latencies(str(tmp_path))) == pytest.approx([0.5, 11.0])
+
+
+def test_breakdown_splits_a_windows_latency_at_its_sweeping_watermarks_dataset(tmp_path):
+    """YSB (watermark delay 2 s): the window ending at event second 10 is closed by dataset 12, which arrives at
+    origin + 13; admitted 0.4 s later, its batch runs 0.6 s, the window is written 0.5 s after that."""
+    from adaptstream.metrics.output_latency import latency_breakdown, summarize_breakdown
+
+    origin = 1_700_000_000.0
+    (tmp_path / "input").mkdir()
+    first = tmp_path / "input" / "00000000.csv"
+    first.write_text("")
+    os.utime(first, (origin + 1, origin + 1))
+    _run_json(tmp_path, "YSB")
+    (tmp_path / "metrics").mkdir()
+    rows = [
+        {"path": str(tmp_path / "input" / f"{k:08d}.csv"), "arrival": origin + k + 1, "sentinel": False}
+        | ({"admitted_at": origin + 13.4, "completed_at": origin + 14.0} if k == 12 else {})
+        for k in range(11, 14)
+    ]
+    rows.append({"path": str(tmp_path / "input" / "00000014.csv"), "arrival": origin + 15, "sentinel": True})
+    (tmp_path / "metrics" / "datasets.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _result(tmp_path, 3, [10], origin + 14.5)
+    _result(tmp_path, 4, [20], origin + 30.0)  # closed by the end-of-input marker: no dataset 22, not split
+    parts = latency_breakdown(str(tmp_path))
+    assert parts == [pytest.approx({"input": 3.0, "wait": 0.4, "batch": 0.6, "emit": 0.5})]
+    assert sum(parts[0].values()) == pytest.approx(sorted(window_latencies(str(tmp_path)))[0])
+    assert summarize_breakdown(parts)["windows"] == 1
+    assert summarize_breakdown([]) == {"windows": 0, "input": None, "wait": None, "batch": None, "emit": None}

@@ -57,7 +57,7 @@ def one_run(
     workloads: tuple[str, ...] = DEFAULT_WORKLOADS,
 ) -> dict:
     """N queries, query i running ``workloads[i % len(workloads)]``, under one policy; latencies pooled."""
-    from adaptstream.metrics.output_latency import summarize, window_latencies
+    from adaptstream.metrics.output_latency import latency_breakdown, summarize, summarize_breakdown, window_latencies
     from adaptstream.multiquery import MultiSpec, run_multi
     from adaptstream.runner import RunSpec
 
@@ -79,6 +79,7 @@ def one_run(
     ms = MultiSpec(specs, scheduler=scheduler, scheduler_params=params, start_spread=spread, seed=seed)
     res = run_multi(spark, ms, str(run_dir))
     lat: list[float] = []
+    parts: list[dict[str, float]] = []
     per_workload: dict[str, list[float]] = {}
     rows = batches = 0
     first, last = float("inf"), 0.0
@@ -86,6 +87,7 @@ def one_run(
         r = res.results[name]
         mine = window_latencies(os.path.join(res.run_dir, name))
         lat += mine
+        parts += latency_breakdown(os.path.join(res.run_dir, name))
         per_workload.setdefault(r.spec.workload, []).extend(mine)
         rows += r.summary.rows
         b = _batches(r.metrics_dir)
@@ -100,6 +102,7 @@ def one_run(
         **summarize(lat),
         "latencies": sorted(lat),
         "workloads": {w: summarize(v) for w, v in sorted(per_workload.items())},
+        "breakdown": summarize_breakdown(parts),  # where the latency of windows closed mid-run goes
         "workload_latencies": {w: sorted(v) for w, v in sorted(per_workload.items())},
         "unfinished": sum(r.unfinished for r in res.results.values()),
         "wall_s": res.wall_seconds,
@@ -140,7 +143,7 @@ def merge_repeats(reps: list[dict]) -> dict:
     """One record for a policy at one N from its repeated runs: window latencies pooled (mean, p99 and the CDF
     over every window of every repeat), counters summed, and each repeat's own mean and p99 kept so the report
     can show the spread between runs. Failed repeats are left out of the pool and named."""
-    from adaptstream.metrics.output_latency import summarize
+    from adaptstream.metrics.output_latency import BREAKDOWN, summarize
 
     ok = [r for r in reps if not r.get("error")]
     out = dict(reps[-1]) if not ok else dict(ok[0])
@@ -153,6 +156,9 @@ def merge_repeats(reps: list[dict]) -> dict:
     if ok and ok[-1].get("controller"):
         ctl = {**ok[-1]["controller"], **ctl}
     rates = [r["rows_per_s"] for r in ok if r.get("rows_per_s")]
+    bds = [r["breakdown"] for r in ok if (r.get("breakdown") or {}).get("windows")]
+    nw = sum(b["windows"] for b in bds)
+    breakdown = {"windows": nw, **{k: sum(b[k] * b["windows"] for b in bds) / nw if nw else None for k in BREAKDOWN}}
     out.update(
         summarize(lat),
         latencies=lat,
@@ -163,6 +169,7 @@ def merge_repeats(reps: list[dict]) -> dict:
         rows=sum(r["rows"] for r in ok),
         rows_per_s=sum(rates) / len(rates) if rates else None,
         batches=sum(r.get("batches") or 0 for r in ok),
+        breakdown=breakdown,
         controller=ctl if ok and any(r.get("controller") for r in ok) else {},
         cpu_ms_per_decision=1000 * ctl["cpu_seconds"] / ctl["decisions"] if ctl["decisions"] else None,
         cpu_ms_per_request=1000 * ctl["cpu_seconds"] / ctl["requests"] if ctl["requests"] else None,

@@ -118,17 +118,16 @@ def event_clock(run_dir: str) -> tuple[str, Callable[[np.ndarray], np.ndarray]] 
     return None if wall is None else ("ingestion", wall)
 
 
-def window_latencies(run_dir: str, clock: tuple[str, Callable[[np.ndarray], np.ndarray]] | None = None) -> list[float]:
-    """One latency (seconds) per window closed, over every micro-batch that wrote results."""
+def written_windows(run_dir: str) -> list[tuple[float, float]]:
+    """(window end in absolute event seconds, wall time its result was written) for every window closed, in the
+    order of the micro-batches that wrote them."""
     import pyarrow.parquet as pq
 
-    clock = clock or event_clock(run_dir)
     results = os.path.join(run_dir, "results")
-    if clock is None or not os.path.isdir(results):
+    if not os.path.isdir(results):
         return []
-    wall = clock[1]
-    out: list[float] = []
-    for name in sorted(os.listdir(results)):
+    out: list[tuple[float, float]] = []
+    for name in sorted(os.listdir(results), key=lambda n: int(m.group(1)) if (m := _BATCH.match(n)) else -1):
         folder = os.path.join(results, name)
         marker = os.path.join(folder, "_SUCCESS")
         if not _BATCH.match(name) or not os.path.exists(marker):
@@ -145,10 +144,76 @@ def window_latencies(run_dir: str, clock: tuple[str, Callable[[np.ndarray], np.n
             continue
         # Spark writes INT96 timestamps, which pyarrow reads as nanoseconds: normalise to microseconds
         col = table.column("window_end").cast(pa.timestamp("us"), safe=False).cast(pa.int64())
-        ends = np.unique(col.to_numpy()) / 1e6
         written = os.path.getmtime(marker)
-        out += [float(written - w) for w in wall(ends)]
+        out += [(float(e) / 1e6, written) for e in np.unique(col.to_numpy())]
     return out
+
+
+def window_latencies(run_dir: str, clock: tuple[str, Callable[[np.ndarray], np.ndarray]] | None = None) -> list[float]:
+    """One latency (seconds) per window closed, over every micro-batch that wrote results."""
+    clock = clock or event_clock(run_dir)
+    if clock is None:
+        return []
+    wins = written_windows(run_dir)
+    if not wins:
+        return []
+    ends = np.asarray([e for e, _ in wins])
+    return [float(w - x) for (_, w), x in zip(wins, clock[1](ends), strict=True)]
+
+
+BREAKDOWN = ("input", "wait", "batch", "emit")
+
+
+def latency_breakdown(run_dir: str) -> list[dict[str, float]]:
+    """Where each window's output latency goes, for generated input (one dataset per event second), windows
+    closed by a watermark mid-run only (not by the end-of-input marker):
+
+    * ``input``: arrival of its sweeping watermark's dataset minus the window's end (the workload's share: the
+      watermark delay and the one-second datasets);
+    * ``wait``: that dataset's admission into a micro-batch minus its arrival (admission and scheduling);
+    * ``batch``: that micro-batch, admission to completion;
+    * ``emit``: the window's write minus that completion (Spark's next micro-batch, usually a no-data one, emits
+      a window once the watermark passed its end).
+
+    The sweeping watermark's dataset is event second ``end + watermark delay``: the first whose events move the
+    watermark (newest event minus the delay) to ``end``. Empty when the run is not generated input."""
+    import json
+
+    origin = generator_origin(run_dir)
+    path = os.path.join(run_dir, "metrics", "datasets.jsonl")
+    if origin is None or not os.path.exists(path):
+        return []
+    delay = float(_workload(run_dir).watermark_delay_s)
+    by_second: dict[int, dict] = {}
+    with open(path) as f:
+        for line in f:
+            d = json.loads(line) if line.strip() else None
+            if d and not d.get("sentinel"):
+                with_num = os.path.basename(str(d["path"])).split(".")[0]
+                if with_num.isdigit():
+                    by_second[int(with_num)] = d
+    out = []
+    for end, written in written_windows(run_dir):
+        rel = end - RUN_EPOCH_S
+        d = by_second.get(round(rel + delay))
+        if d is None or not d.get("completed_at"):
+            continue
+        out.append(
+            {
+                "input": d["arrival"] - (origin + rel),
+                "wait": d["admitted_at"] - d["arrival"],
+                "batch": d["completed_at"] - d["admitted_at"],
+                "emit": written - d["completed_at"],
+            }
+        )
+    return out
+
+
+def summarize_breakdown(parts: list[dict[str, float]]) -> dict[str, float | int | None]:
+    """Mean of each part over the windows, and how many windows."""
+    if not parts:
+        return {"windows": 0, **dict.fromkeys(BREAKDOWN)}
+    return {"windows": len(parts), **{k: float(np.mean([p[k] for p in parts])) for k in BREAKDOWN}}
 
 
 def summarize(latencies: list[float]) -> dict:

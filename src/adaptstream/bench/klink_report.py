@@ -312,6 +312,8 @@ def write_report(result: dict, out: Path) -> Path:
 
 def _breakdown_lines(by: dict[str, dict[int, dict]], n: int | None) -> list[str]:
     """Where the latency goes at N (windows a watermark closed mid-run; adaptstream.metrics.output_latency)."""
+    if n is None:
+        return []
     rows = [p for p in _ordered(by) if n in by[p] and (by[p][n].get("breakdown") or {}).get("windows")]
     if not rows:
         return []

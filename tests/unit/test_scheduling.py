@@ -227,6 +227,20 @@ def test_klink_memory_mode_orders_by_rows_removed_then_returns():
     assert not pol.memory_mode
 
 
+def test_decisions_made_in_memory_mode_are_counted_and_survive_a_restart():
+    pol = build_scheduler("klink", memory_bound=0.8)
+    pol.register("q")
+    pol.poll("q", 0.0, True, 10, 0.0)  # granted: one decision, not in memory mode
+    pol.complete("q", 0.1, 1, 10, 0.1)
+    pol.memory(0.2, 0.9)
+    pol.poll("q", 0.3, True, 10, 0.2)
+    assert (pol.decisions, pol.memory_decisions) == (2, 1)
+    again = build_scheduler("klink", memory_bound=0.8)
+    again.load_state_dict(pol.state_dict())
+    assert again.memory_decisions == 1
+    assert build_scheduler("sbox").memory_mode is False  # only klink has a memory mode
+
+
 def test_selectivity_is_measured_from_the_sinks_rows_out():
     pol = build_scheduler("klink")
     pol.register("q")

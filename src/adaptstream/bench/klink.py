@@ -136,7 +136,17 @@ def klink_defaults() -> dict[str, str]:
     return {"hold": f"{c.hold:g}", "overdue": c.overdue}
 
 
-COUNTERS = ("requests", "grants", "refusals", "decisions", "holds", "cpu_seconds", "swm_hits", "swm_checked")
+COUNTERS = (
+    "requests",
+    "grants",
+    "refusals",
+    "decisions",
+    "holds",
+    "memory_decisions",
+    "cpu_seconds",
+    "swm_hits",
+    "swm_checked",
+)
 
 
 def merge_repeats(reps: list[dict]) -> dict:

@@ -153,6 +153,7 @@ class SchedulerPolicy(Policy):
         self.mem_used: float = 0.0
         self.decisions = 0  # order evaluations (controller CPU per cycle = its CPU time / this)
         self.holds = 0  # order evaluations that held a ready query back (klink's ``hold``)
+        self.memory_decisions = 0  # order evaluations made in memory mode (klink)
 
     # -- events --------------------------------------------------------------------------------------------
     def register(
@@ -266,6 +267,11 @@ class SchedulerPolicy(Policy):
         q.granted_at = now
         return True
 
+    @property
+    def memory_mode(self) -> bool:
+        """Whether the order is made for memory now (Klink Sec. 3.4; the other policies have no such mode)."""
+        return False
+
     # -- ordering ------------------------------------------------------------------------------------------
     def order(self, now: float, ready: Sequence[QueryState]) -> list[str]:
         """Names of the ready queries, most urgent first. A ready query left out is held back: not granted even
@@ -277,6 +283,7 @@ class SchedulerPolicy(Policy):
         self._order = self.order(now, ready) if ready else []
         self._order_at = now
         self.decisions += 1
+        self.memory_decisions += int(self.memory_mode)
 
     @staticmethod
     def _is_ready(q: QueryState | None, now: float) -> bool:
@@ -310,6 +317,7 @@ class SchedulerPolicy(Policy):
             "order_at": self._order_at,
             "mem_used": self.mem_used,
             "decisions": self.decisions,
+            "memory_decisions": self.memory_decisions,
             **self._extra_state(),
         }
 
@@ -343,6 +351,7 @@ class SchedulerPolicy(Policy):
             self.queries[name] = q
         self._order, self._order_at = list(state["order"]), state["order_at"]
         self.mem_used, self.decisions = float(state["mem_used"]), int(state["decisions"])
+        self.memory_decisions = int(state.get("memory_decisions", 0))
         self._load_extra(state)
 
     def _extra_state(self) -> dict[str, Any]:

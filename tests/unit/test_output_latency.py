@@ -29,6 +29,16 @@ def _run_json(run_dir, workload: str) -> None:
     (run_dir / "run.json").write_text(json.dumps({"spec": {"workload": workload}}))
 
 
+def _generated_run(run_dir, workload: str, origin: float):
+    """A generated run's directory: dataset 0 (the generator clock's mark) was written at origin + 1."""
+    (run_dir / "input").mkdir()
+    first = run_dir / "input" / "00000000.csv"
+    first.write_text("")
+    os.utime(first, (origin + 1, origin + 1))
+    _run_json(run_dir, workload)
+    return first
+
+
 def test_generator_clock_is_write_time_minus_the_windows_end_on_the_generators_clock(tmp_path):
     origin = 1_700_000_000.0
     (tmp_path / "input").mkdir()
@@ -85,11 +95,7 @@ def test_no_clock_no_latency(tmp_path):
 
 def test_drained_generator_run_windows_past_the_data_count_from_the_end_of_input_marker(tmp_path):
     origin = 1_700_000_000.0
-    (tmp_path / "input").mkdir()
-    first = tmp_path / "input" / "00000000.csv"
-    first.write_text("")
-    os.utime(first, (origin + 1, origin + 1))
-    _run_json(tmp_path, "CM1S")
+    first = _generated_run(tmp_path, "CM1S", origin)
     (tmp_path / "metrics" / "source").mkdir(parents=True)
     manifest = Manifest(str(tmp_path / "metrics" / "source" / "manifest.jsonl"))
     manifest.append([(str(first), origin + 1, 0, False), (str(tmp_path / "sentinel.csv"), origin + 20.5, 0, True)])
@@ -104,11 +110,7 @@ def test_breakdown_splits_a_windows_latency_at_its_sweeping_watermarks_dataset(t
     from adaptstream.metrics.output_latency import latency_breakdown, summarize_breakdown
 
     origin = 1_700_000_000.0
-    (tmp_path / "input").mkdir()
-    first = tmp_path / "input" / "00000000.csv"
-    first.write_text("")
-    os.utime(first, (origin + 1, origin + 1))
-    _run_json(tmp_path, "YSB")
+    _generated_run(tmp_path, "YSB", origin)
     (tmp_path / "metrics").mkdir()
     rows = [
         {"path": str(tmp_path / "input" / f"{k:08d}.csv"), "arrival": origin + k + 1, "sentinel": False}

@@ -57,7 +57,13 @@ def one_run(
     workloads: tuple[str, ...] = DEFAULT_WORKLOADS,
 ) -> dict:
     """N queries, query i running ``workloads[i % len(workloads)]``, under one policy; latencies pooled."""
-    from adaptstream.metrics.output_latency import latency_breakdown, summarize, summarize_breakdown, window_latencies
+    from adaptstream.metrics.output_latency import (
+        latency_breakdown,
+        summarize,
+        summarize_breakdown,
+        window_latencies,
+        written_windows,
+    )
     from adaptstream.multiquery import MultiSpec, run_multi
     from adaptstream.runner import RunSpec
 
@@ -85,9 +91,11 @@ def one_run(
     first, last = float("inf"), 0.0
     for name in res.names:
         r = res.results[name]
-        mine = window_latencies(os.path.join(res.run_dir, name))
+        qdir = os.path.join(res.run_dir, name)
+        wins = written_windows(qdir)  # read each query's results once for both
+        mine = window_latencies(qdir, windows=wins)
         lat += mine
-        parts += latency_breakdown(os.path.join(res.run_dir, name))
+        parts += latency_breakdown(qdir, windows=wins)
         per_workload.setdefault(r.spec.workload, []).extend(mine)
         rows += r.summary.rows
         b = _batches(r.metrics_dir)

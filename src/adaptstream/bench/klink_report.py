@@ -314,6 +314,8 @@ def write_report(result: dict, out: Path) -> Path:
 
 def _breakdown_lines(by: dict[str, dict[int, dict]], n: int | None) -> list[str]:
     """Where the latency goes at N (windows a watermark closed mid-run; adaptstream.metrics.output_latency)."""
+    from adaptstream.metrics.output_latency import BREAKDOWN
+
     if n is None:
         return []
     rows = [p for p in _ordered(by) if n in by[p] and (by[p][n].get("breakdown") or {}).get("windows")]
@@ -331,7 +333,7 @@ def _breakdown_lines(by: dict[str, dict[int, dict]], n: int | None) -> list[str]
     ]
     for p in rows:
         b = by[p][n]["breakdown"]
-        total = sum(b[k] for k in ("input", "wait", "batch", "emit"))
+        total = sum(b[k] for k in BREAKDOWN)
         out.append(
             f"| {p} | {b['windows']} | {_f(b['input'])} | {_f(b['wait'])} | {_f(b['batch'])} | {_f(b['emit'])} "
             f"| {_f(total)} |"

@@ -210,19 +210,17 @@ def jvm_heap_used(spark) -> Callable[[], float | None]:
     between collections without any pressure, and put Klink in memory mode (largest ``p_k`` first, nothing held)
     for about 40 % of its decisions in one 16-query run and 4 % in another (docs/klink.md)."""
     jvm = spark.sparkContext._jvm
-    factory = jvm.java.lang.management.ManagementFactory
     heap = jvm.java.lang.management.MemoryType.HEAP
+    pools = [  # fixed for the JVM's life: resolved once, so a sample costs one call per pool
+        p
+        for p in jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
+        if p.getType() == heap and "eden" not in p.getName().lower()
+    ]
+    runtime = jvm.java.lang.Runtime.getRuntime()
 
     def sample() -> float | None:
-        mx = jvm.java.lang.Runtime.getRuntime().maxMemory()
-        if mx <= 0:
-            return None
-        used = sum(
-            p.getUsage().getUsed()
-            for p in factory.getMemoryPoolMXBeans()
-            if p.getType() == heap and p.isValid() and "eden" not in p.getName().lower()
-        )
-        return used / mx
+        mx = runtime.maxMemory()
+        return sum(p.getUsage().getUsed() for p in pools) / mx if mx > 0 else None
 
     return sample
 

@@ -49,14 +49,17 @@ def _workload(run_dir: str):
         return WORKLOADS.get(json.load(f)["spec"]["workload"])
 
 
-def _manifest(run_dir: str) -> list[dict]:
+def _jsonl(path: str) -> list[dict]:
     import json
 
-    path = os.path.join(run_dir, "metrics", "source", "manifest.jsonl")
     if not os.path.exists(path):
         return []
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def _manifest(run_dir: str) -> list[dict]:
+    return _jsonl(os.path.join(run_dir, "metrics", "source", "manifest.jsonl"))
 
 
 def end_marker_arrival(run_dir: str) -> float | None:
@@ -149,12 +152,17 @@ def written_windows(run_dir: str) -> list[tuple[float, float]]:
     return out
 
 
-def window_latencies(run_dir: str, clock: tuple[str, Callable[[np.ndarray], np.ndarray]] | None = None) -> list[float]:
-    """One latency (seconds) per window closed, over every micro-batch that wrote results."""
+def window_latencies(
+    run_dir: str,
+    clock: tuple[str, Callable[[np.ndarray], np.ndarray]] | None = None,
+    windows: list[tuple[float, float]] | None = None,
+) -> list[float]:
+    """One latency (seconds) per window closed, over every micro-batch that wrote results (``windows``: what
+    :func:`written_windows` returned, when the caller has read it already)."""
     clock = clock or event_clock(run_dir)
     if clock is None:
         return []
-    wins = written_windows(run_dir)
+    wins = written_windows(run_dir) if windows is None else windows
     if not wins:
         return []
     ends = np.asarray([e for e, _ in wins])
@@ -164,7 +172,7 @@ def window_latencies(run_dir: str, clock: tuple[str, Callable[[np.ndarray], np.n
 BREAKDOWN = ("input", "wait", "batch", "emit")
 
 
-def latency_breakdown(run_dir: str) -> list[dict[str, float]]:
+def latency_breakdown(run_dir: str, windows: list[tuple[float, float]] | None = None) -> list[dict[str, float]]:
     """Where each window's output latency goes, for generated input (one dataset per event second), windows
     closed by a watermark mid-run only (not by the end-of-input marker):
 
@@ -176,34 +184,30 @@ def latency_breakdown(run_dir: str) -> list[dict[str, float]]:
       a window once the watermark passed its end).
 
     The sweeping watermark's dataset is event second ``end + watermark delay``: the first whose events move the
-    watermark (newest event minus the delay) to ``end``. Empty when the run is not generated input."""
-    import json
-
+    watermark (newest event minus the delay) to ``end``. Empty when the run is not generated input. ``windows``:
+    what :func:`written_windows` returned, when the caller has read it already."""
     origin = generator_origin(run_dir)
-    path = os.path.join(run_dir, "metrics", "datasets.jsonl")
-    if origin is None or not os.path.exists(path):
+    datasets = _jsonl(os.path.join(run_dir, "metrics", "datasets.jsonl"))
+    if origin is None or not datasets:
         return []
     delay = float(_workload(run_dir).watermark_delay_s)
     by_second: dict[int, dict] = {}
-    with open(path) as f:
-        for line in f:
-            d = json.loads(line) if line.strip() else None
-            if d and not d.get("sentinel"):
-                with_num = os.path.basename(str(d["path"])).split(".")[0]
-                if with_num.isdigit():
-                    by_second[int(with_num)] = d
+    for d in datasets:
+        second = os.path.basename(str(d["path"])).split(".")[0]  # generated input: dataset k is event second k
+        if not d.get("sentinel") and second.isdigit():
+            by_second[int(second)] = d
     out = []
-    for end, written in written_windows(run_dir):
+    for end, written in written_windows(run_dir) if windows is None else windows:
         rel = end - RUN_EPOCH_S
-        d = by_second.get(round(rel + delay))
-        if d is None or not d.get("completed_at"):
+        swm = by_second.get(round(rel + delay))
+        if swm is None or not swm.get("completed_at"):
             continue
         out.append(
             {
-                "input": d["arrival"] - (origin + rel),
-                "wait": d["admitted_at"] - d["arrival"],
-                "batch": d["completed_at"] - d["admitted_at"],
-                "emit": written - d["completed_at"],
+                "input": swm["arrival"] - (origin + rel),
+                "wait": swm["admitted_at"] - swm["arrival"],
+                "batch": swm["completed_at"] - swm["admitted_at"],
+                "emit": written - swm["completed_at"],
             }
         )
     return out

@@ -35,7 +35,7 @@ def _result(klink_mean: float) -> dict:
         _run("default", 2, 5.0, 8.0),
         _run("default", 4, 10.0, 20.0),
         _run("klink", 4, klink_mean, 10.0),
-        _run("rr", 4, 9.0, 15.0),
+        *(_run(b, 4, 9.0, 15.0) for b in ("fair", "rr", "fcfs", "hr", "sbox")),
     ]
     meta = {
         "command": "adaptstream bench klink",
@@ -67,7 +67,26 @@ def test_targets_are_met_or_missed_by_the_numbers():
     assert (
         good["klink mean below every other baseline at N=4"] and not bad["klink mean below every other baseline at N=4"]
     )
+    assert good["klink p99 below every other baseline at N=4"] is True  # 10 < 15
     assert good["SWM inside the 95 % interval (ysb_zipf, replay)"] is False  # 90 % < 95 %
+
+
+def test_a_baseline_that_did_not_run_misses_the_baseline_targets():
+    res = _result(5.0)
+    res["runs"] = [r for r in res["runs"] if r["policy"] not in ("fcfs", "hr")]
+    by = {t["target"]: t for t in targets(res)}
+    for label in ("mean", "p99"):
+        t = by[f"klink {label} below every other baseline at N=4"]
+        assert t["met"] is False and t["value"] is not None  # klink is below the three that ran ...
+        assert t["rule"].endswith("not run, so missed: fcfs, hr")  # ... but two baselines are missing
+
+
+def test_p99_above_a_baseline_misses_the_p99_target_only():
+    res = _result(5.0)
+    res["runs"].append(_run("sbox", 4, 6.0, 9.0))  # replaces the N=4 sbox run (by policy and N)
+    met = {t["target"]: t["met"] for t in targets(res)}
+    assert met["klink mean below every other baseline at N=4"] is True  # 5 < 6
+    assert met["klink p99 below every other baseline at N=4"] is False  # 10 > 9
 
 
 def test_report_files_and_json_shape(tmp_path):
@@ -178,7 +197,7 @@ def test_report_states_the_klink_settings_the_run_used(tmp_path):
 def test_report_counts_every_repeated_run(tmp_path):
     res = _result(5.0)
     write_report(res, tmp_path)
-    assert "; 4 runs in 1.0 min." in (tmp_path / "klink.md").read_text()
+    assert "; 8 runs in 1.0 min." in (tmp_path / "klink.md").read_text()
     res["meta"]["repeats"] = 3
     write_report(res, tmp_path)
-    assert "; 12 runs (4 policy x N points, 3 each) in 1.0 min." in (tmp_path / "klink.md").read_text()
+    assert "; 24 runs (8 policy x N points, 3 each) in 1.0 min." in (tmp_path / "klink.md").read_text()

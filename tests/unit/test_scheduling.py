@@ -207,6 +207,33 @@ def test_klink_never_holds_data_older_than_its_period_or_in_memory_mode():
     assert mem.poll("far", t3, True, 100, t3 - 0.1) is True  # memory mode: process, do not hold
 
 
+def _straddle_setup(straddle: bool):
+    """One query, its SWM ~0.3 s away (sigma ~0.06 s), one completed batch of 0.6 s: the cost fit's a = 0.6 s."""
+    pol = build_scheduler("klink", straddle=straddle)
+    pol.register("q", {"main": (2.0, 0.0)})
+    est = pol.queries["q"].streams["main"] = _trained()
+    pol.complete("q", 0.0, 0, 100, 0.6)
+    return pol, est, est.interval()
+
+
+@pytest.mark.parametrize("straddle", [False, True])
+def test_klink_straddle_holds_a_batch_that_would_run_into_its_swm(straddle):
+    pol, est, (e, _, _, _) = _straddle_setup(straddle)
+    t = e - 0.3  # slack ~0.3 - 0.6 < hold: only the straddle rule holds it
+    assert pol.poll("q", t, True, 100, t - 0.5) is (not straddle)
+    if straddle:
+        assert pol.held == {"q"}
+        assert est.observe(10_000, t + 0.3, est.next_deadline + 0.01, 0.0)  # the SWM arrives
+        assert pol.poll("q", t + 0.31, True, 200, t - 0.5) is True  # backlog and SWM in one batch
+
+
+def test_klink_straddle_lets_an_early_or_a_late_swm_run():
+    pol, _, (e, _, _, hi) = _straddle_setup(True)
+    assert pol.poll("q", e - 1.5, True, 100, e - 2.0) is True  # 1.5 s to go: this batch ends before it
+    pol.complete("q", e - 0.9, 0, 100, 0.6)
+    assert pol.poll("q", hi + 0.05, True, 100, hi - 0.5) is True  # late past its interval: the estimate was wrong
+
+
 def test_klink_hold_must_be_non_negative():
     with pytest.raises(ConfigError, match="hold"):
         build_scheduler("klink", hold=-1.0)

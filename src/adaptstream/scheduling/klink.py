@@ -20,6 +20,11 @@ Sticking (``stick``, a documented deviation): the query chosen first while its S
 stays first until that SWM is processed; plain least slack first switches away as soon as a batch lowers the
 query's remaining cost (see :meth:`KlinkPolicy.sticky`).
 
+Straddle (``straddle``, a documented deviation, off until measured): also hold a ready query whose next SWM is
+expected, given it has not arrived yet, sooner than one per-batch cost ``a`` (the intercept of its cost fit) from
+now. A batch started then would still run when the SWM arrives, and the SWM would wait for it and then for a batch
+of its own; holding until the SWM is ingested processes backlog and SWM in one batch (see :meth:`straddles`).
+
 Memory mode: when the memory in use reaches ``memory_bound`` (share of the limit), the order becomes largest
 ``p_k = sz * (1 - S)`` first (waiting rows times one minus the query's selectivity: the rows one batch removes),
 least slack breaking ties, until use fell by ``memory_free`` of what it was on entry or ``memory_seconds`` passed.
@@ -30,9 +35,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 from adaptstream.scheduling.base import QueryState, SchedulerConfig, SchedulerPolicy, by_oldest
+
+_STD = NormalDist()
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,7 @@ class KlinkConfig(SchedulerConfig):
     hold: float = 1.0  # seconds of expected slack above which a ready query is held back (inf: never, Alg. 1)
     overdue: str = "overrun"  # slack of an SWM late past its interval: "overrun" (t_max - t - cost) or "zero" (Alg. 1)
     stick: bool = False  # keep the due query chosen first until its SWM is processed (measured worse: off)
+    straddle: bool = False  # hold a query whose SWM is due within one per-batch cost (not yet measured: off)
 
     def validate(self) -> None:
         from adaptstream.errors import ConfigError
@@ -92,10 +101,31 @@ class KlinkPolicy(SchedulerPolicy):
 
     def holding(self, now: float, q: QueryState, slack: float) -> bool:
         """Hold ``q`` back: its window cannot close soon, and a batch now would only add per-batch cost."""
-        if self.memory_mode or not math.isfinite(slack) or slack <= self.config.hold:
+        if self.memory_mode:
             return False
         period = min((s.period for s in q.streams.values()), default=0.0)
-        return q.oldest is None or now - q.oldest < period
+        if q.oldest is not None and now - q.oldest >= period:  # a wrong estimate cannot starve it
+            return False
+        if math.isfinite(slack) and slack > self.config.hold:
+            return True
+        return self.config.straddle and self.straddles(now, q)
+
+    @staticmethod
+    def straddles(now: float, q: QueryState) -> bool:
+        """A batch started now would straddle the query's next SWM, and waiting for the SWM finishes sooner.
+
+        With ``a + b * rows`` per batch: started now, the SWM (at ``w``, during the batch) is processed at
+        ``now + a + b*R + a + b*r``; held, at ``w + a + b*(R + r)``. Holding wins when ``w - now < a``, so the
+        rule compares the SWM's expected remaining time, given it has not arrived, with ``a``. Not once the SWM
+        is late past its interval (the estimate was wrong: run), nor while an SWM waits (the query is due)."""
+        fit = q.cost_fit()
+        if fit is None or any(s.pending for s in q.streams.values()):
+            return False
+        for s in q.streams.values():
+            iv = s.interval()
+            if iv is not None and now < iv[3] and _remaining(now, iv[0], iv[1]) < fit[0]:
+                return True
+        return False
 
     def order(self, now: float, ready: Sequence[QueryState]) -> list[str]:
         sl = self.slacks(now, ready)
@@ -149,3 +179,10 @@ class KlinkPolicy(SchedulerPolicy):
         self.holds = int(state.get("holds", 0))
         f = state.get("focus")
         self.focus = (str(f[0]), str(f[1]), int(f[2])) if f else None
+
+
+def _remaining(t: float, mean: float, sigma: float) -> float:
+    """E[w - t | w > t] for w normal (mean, sigma): the expected wait for an SWM that has not arrived by ``t``."""
+    alpha = (t - mean) / sigma
+    tail = 1.0 - _STD.cdf(alpha)
+    return (mean - t) + sigma * _STD.pdf(alpha) / tail if tail > 1e-12 else sigma / max(alpha, 1.0)

@@ -35,12 +35,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Any
 
 from adaptstream.scheduling.base import QueryState, SchedulerConfig, SchedulerPolicy, by_oldest
-
-_STD = NormalDist()
 
 
 @dataclass(frozen=True)
@@ -121,11 +118,7 @@ class KlinkPolicy(SchedulerPolicy):
         fit = q.cost_fit()
         if fit is None or any(s.pending for s in q.streams.values()):
             return False
-        for s in q.streams.values():
-            iv = s.interval()
-            if iv is not None and now < iv[3] and _remaining(now, iv[0], iv[1]) < fit[0]:
-                return True
-        return False
+        return any((w := s.expected_wait(now)) is not None and w < fit[0] for s in q.streams.values())
 
     def order(self, now: float, ready: Sequence[QueryState]) -> list[str]:
         sl = self.slacks(now, ready)
@@ -179,10 +172,3 @@ class KlinkPolicy(SchedulerPolicy):
         self.holds = int(state.get("holds", 0))
         f = state.get("focus")
         self.focus = (str(f[0]), str(f[1]), int(f[2])) if f else None
-
-
-def _remaining(t: float, mean: float, sigma: float) -> float:
-    """E[w - t | w > t] for w normal (mean, sigma): the expected wait for an SWM that has not arrived by ``t``."""
-    alpha = (t - mean) / sigma
-    tail = 1.0 - _STD.cdf(alpha)
-    return (mean - t) + sigma * _STD.pdf(alpha) / tail if tail > 1e-12 else sigma / max(alpha, 1.0)

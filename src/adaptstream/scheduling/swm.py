@@ -149,6 +149,16 @@ class SwmEstimator:
         e, lo, hi = self.prediction
         return e, sigma, lo, hi
 
+    def expected_wait(self, t: float) -> float | None:
+        """E[w - t | w > t]: how long the next SWM, not ingested by ``t``, is still expected to take (klink's
+        ``straddle``); None without an estimate or once ``t`` is past the interval (the estimate was wrong)."""
+        iv = self.interval()
+        if iv is None or t >= iv[3]:
+            return None
+        e, sigma, _, _ = iv
+        alpha = (t - e) / sigma  # below z: the tail 1 - cdf(alpha) is at least (1 - f) / 2
+        return (e - t) + sigma * _STD.pdf(alpha) / (1.0 - _STD.cdf(alpha))
+
     def slack(self, t: float, cost: float, cycle: float, overdue: str = "overrun") -> float:
         """Expected slack at time ``t`` with processing cost ``cost`` (Eq. 8-10, Alg. 1). An SWM already ingested
         and not yet processed has its deadline behind it: slack ``(w - t) - cost`` (negative). Past the interval

@@ -20,7 +20,7 @@ Sticking (``stick``, a documented deviation): the query chosen first while its S
 stays first until that SWM is processed; plain least slack first switches away as soon as a batch lowers the
 query's remaining cost (see :meth:`KlinkPolicy.sticky`).
 
-Straddle (``straddle``, a documented deviation, off until measured): also hold a ready query whose next SWM is
+Straddle (``straddle``, a documented deviation, measured worse: off): also hold a ready query whose next SWM is
 expected, given it has not arrived yet, sooner than one per-batch cost ``a`` (the intercept of its cost fit) from
 now. A batch started then would still run when the SWM arrives, and the SWM would wait for it and then for a batch
 of its own; holding until the SWM is ingested processes backlog and SWM in one batch (see :meth:`straddles`).
@@ -48,7 +48,7 @@ class KlinkConfig(SchedulerConfig):
     hold: float = 1.0  # seconds of expected slack above which a ready query is held back (inf: never, Alg. 1)
     overdue: str = "overrun"  # slack of an SWM late past its interval: "overrun" (t_max - t - cost) or "zero" (Alg. 1)
     stick: bool = False  # keep the due query chosen first until its SWM is processed (measured worse: off)
-    straddle: bool = False  # hold a query whose SWM is due within one per-batch cost (not yet measured: off)
+    straddle: bool = False  # hold a query whose SWM is due within one per-batch cost (measured worse: off)
 
     def validate(self) -> None:
         from adaptstream.errors import ConfigError

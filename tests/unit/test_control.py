@@ -4,6 +4,7 @@ controller (the source runs unscheduled at once, with a warning) and a controlle
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 import pytest
@@ -107,3 +108,80 @@ def test_sink_output_reports_reach_the_policy_as_measured_selectivity(controller
     assert reply["ok"]
     assert controller.stats()["selectivity"] == {"q": pytest.approx(0.2)}
     assert not controller.handle({"op": "output", "query": "q", "rows": -3})["ok"]  # an error reply, no crash
+
+
+def _poll_in_thread(client, *args, **kwargs):
+    out: list[bool] = []
+    t = threading.Thread(target=lambda: out.append(client.poll(*args, **kwargs)), daemon=True)
+    t.start()
+    return t, out
+
+
+def _until(cond, limit: float = 10.0) -> None:
+    end = time.monotonic() + limit
+    while not cond():  # polls a condition; never a fixed sleep standing in for synchronisation
+        assert time.monotonic() < end, "condition not reached"
+        time.sleep(0.001)
+
+
+def test_a_waiting_poll_is_granted_the_moment_a_completion_frees_the_slot():
+    """Long-poll: the refused source is answered when the slot frees, not at its next poll a cycle later."""
+    ctl = Controller(build_scheduler("fcfs", slots=1, cycle=30.0), max_wait=20.0).start()
+    try:
+        a = ControllerClient(ctl.address, "a", retry=0.0, timeout=30.0)
+        b = ControllerClient(ctl.address, "b", retry=0.0, timeout=30.0)
+        assert a.poll(True, 10, oldest=1.0) is True
+        t, out = _poll_in_thread(b, True, 10, oldest=2.0)
+        _until(lambda: ctl.waiting == 1)  # b waits at the controller
+        t0 = time.monotonic()
+        a.report_done(3, 10, 0.2)
+        assert a.poll(False) is False  # the completion frees the slot
+        t.join(15.0)
+        assert out == [True] and time.monotonic() - t0 < 15.0
+        assert ctl.woken_grants == 1 and ctl.grants == 2 and ctl.refusals == 0
+    finally:
+        ctl.stop()
+
+
+def test_the_poll_right_after_a_completion_is_answered_at_once():
+    """Spark asks latestOffset before it runs the no-data batch that emits a closed window: that poll must not
+    wait, even when refused; the slot goes to the query first in order, which is waiting."""
+    ctl = Controller(build_scheduler("fcfs", slots=1, cycle=30.0), max_wait=20.0).start()
+    try:
+        a = ControllerClient(ctl.address, "a", retry=0.0, timeout=30.0)
+        b = ControllerClient(ctl.address, "b", retry=0.0, timeout=30.0)
+        assert a.poll(True, 10, oldest=1.0) is True
+        t, out = _poll_in_thread(b, True, 10, oldest=0.5)  # b's data is older: first once the slot frees
+        _until(lambda: ctl.waiting == 1)
+        a.report_done(3, 10, 0.2)
+        t0 = time.monotonic()
+        assert a.poll(True, 10, oldest=1.0) is False  # refused, not held at the controller
+        assert time.monotonic() - t0 < 10.0
+        t.join(15.0)
+        assert out == [True]
+    finally:
+        ctl.stop()
+
+
+def test_longpoll_off_answers_a_refusal_at_once_with_a_cycle_to_wait():
+    ctl = Controller(build_scheduler("fcfs", slots=1, cycle=30.0, longpoll=False), max_wait=20.0).start()
+    try:
+        assert ctl.handle({"op": "poll", "query": "a", "want": True, "rows": 1})["grant"] is True
+        t0 = time.monotonic()
+        reply = ctl.handle({"op": "poll", "query": "b", "want": True, "rows": 1})
+        assert reply["grant"] is False and reply["retry_in"] == 30.0 and time.monotonic() - t0 < 10.0
+        assert ctl.waiting == 0
+    finally:
+        ctl.stop()
+
+
+def test_stopping_the_controller_releases_a_waiting_poll():
+    ctl = Controller(build_scheduler("fcfs", slots=1, cycle=30.0), max_wait=20.0).start()
+    a = ControllerClient(ctl.address, "a", retry=60.0, timeout=30.0)
+    b = ControllerClient(ctl.address, "b", retry=60.0, timeout=30.0)
+    assert a.poll(True, 1) is True
+    t, out = _poll_in_thread(b, True, 1)
+    _until(lambda: ctl.waiting == 1)
+    ctl.stop()
+    t.join(15.0)
+    assert not t.is_alive() and len(out) == 1  # answered (refused, or unscheduled once the connection closed)

@@ -2,7 +2,10 @@
 
 Started with the SparkSession (``Controller(policy).start()``); its address (``127.0.0.1:PORT``) goes to each
 source in the ``controller`` option. A server thread per connection answers requests under one lock, so the
-policy itself stays single-threaded pure Python. A sampler thread reports the driver JVM's heap use to the
+policy itself stays single-threaded pure Python. A refused poll is answered at once only right after its query's
+batch completed (Spark may have a no-data batch to run); otherwise it waits at the controller up to one scheduling
+cycle and is granted the moment a completion frees a slot for it (``longpoll``: a waiting source learns of a free
+slot at once, not at its next poll up to a cycle later). A sampler thread reports the driver JVM's heap use to the
 policy (Klink's memory mode) when a Spark session is given. Stopping (or crashing) the controller never blocks a
 query: sources time out within their short timeout and carry on unscheduled until it is back.
 """
@@ -21,6 +24,8 @@ from adaptstream.control.ipc import LineSocket
 from adaptstream.scheduling.base import SchedulerPolicy
 
 log = logging.getLogger(__name__)
+
+LONG_POLL_MAX = 0.25  # seconds a refused poll waits at the controller at most (sources time out after 0.5 s)
 
 
 class _Handler(socketserver.BaseRequestHandler):
@@ -63,17 +68,22 @@ class Controller:
         port: int = 0,
         memory: Callable[[], float | None] | None = None,
         clock: Callable[[], float] = time.time,
+        max_wait: float = LONG_POLL_MAX,
     ) -> None:
         self.policy = policy
+        self.max_wait = max_wait
         self.host, self.port = host, port
         self.memory = memory
         self.clock = clock
         self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)  # a completion, (re-)registration or stop: waiters re-poll
         self.stopped = False
         self.cpu_seconds = 0.0  # thread CPU spent inside the policy (scheduling overhead)
         self.requests = 0
         self.grants = 0
         self.refusals = 0
+        self.waiting = 0  # polls waiting at the controller now
+        self.woken_grants = 0  # grants made to a poll waiting at the controller, the moment a slot freed
         self._server: _Server | None = None
         self._threads: list[threading.Thread] = []
         self._conns: set[LineSocket] = set()
@@ -101,6 +111,8 @@ class Controller:
     def stop(self) -> None:
         """Stop serving and close the listening socket (connections in progress end at their next request)."""
         self.stopped = True
+        with self.lock:
+            self.changed.notify_all()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -132,7 +144,45 @@ class Controller:
                 reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
             self.cpu_seconds += time.thread_time() - t0
             self.requests += 1
+            if reply.get("grant") is False and self._may_wait(msg):
+                reply = self._wait_for_grant(msg)
         return reply
+
+    def _may_wait(self, msg: dict[str, Any]) -> bool:
+        """Long-poll a refused request, except the first after a completed batch: Spark calls ``latestOffset``
+        before it decides on a no-data batch (the one that emits a closed window), which must not wait."""
+        return bool(self.policy.config.longpoll and msg.get("want") and not msg.get("done") and not self.stopped)
+
+    def _wait_for_grant(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Wait (the lock released) up to one cycle for a slot: re-poll the policy at every change and once at the
+        end. Called with the lock held."""
+        cycle = self.policy.config.cycle
+        budget = min(cycle, self.max_wait)
+        end = time.monotonic() + budget
+        self.waiting += 1
+        try:
+            while not self.stopped:
+                left = end - time.monotonic()
+                woken = left > 0 and self.changed.wait(left)
+                if self.stopped:
+                    break
+                if self._repoll(msg):
+                    self.woken_grants += int(woken)
+                    return {"ok": True, "grant": True, "retry_in": 0.0}
+                if not woken:
+                    break
+        finally:
+            self.waiting -= 1
+        return {"ok": True, "grant": False, "retry_in": max(cycle - budget, 0.0)}
+
+    def _repoll(self, msg: dict[str, Any]) -> bool:
+        t0 = time.thread_time()
+        grant = self.policy.poll(str(msg["query"]), self.clock(), True, int(msg.get("rows", 0)), msg.get("oldest"))
+        self.cpu_seconds += time.thread_time() - t0
+        if grant:  # the request was counted as refused
+            self.grants += 1
+            self.refusals -= 1
+        return grant
 
     def report_output(self, query: str, rows: int) -> None:
         """The query's sink wrote ``rows`` result rows. Sinks run on the driver, beside the controller: a direct
@@ -145,6 +195,7 @@ class Controller:
         if op == "register":
             streams = {k: (float(v[0]), float(v[1])) for k, v in (msg.get("streams") or {}).items()}
             p.register(str(msg["query"]), streams, now)
+            self.changed.notify_all()  # a restarted query's slot is free
             return {"ok": True, "policy": p.name}
         if op == "poll":
             q = str(msg["query"])
@@ -163,19 +214,23 @@ class Controller:
             done = msg.get("done")
             if done:
                 p.complete(q, now, int(done["end"]), int(done["rows"]), float(done["seconds"]))
+                self.changed.notify_all()  # a slot is free: waiting polls re-ask now
             if "want" not in msg:
                 return {"ok": True}
             grant = p.poll(q, now, bool(msg["want"]), int(msg.get("rows", 0)), msg.get("oldest"))
             if msg["want"]:
                 self.grants += int(grant)
                 self.refusals += int(not grant)
-            # a refused source asks again after one scheduling cycle, not at every poll (Spark polls every 20 ms)
-            return {"ok": True, "grant": grant, "retry_in": 0.0 if grant else p.config.cycle}
+            # a refused source asks again after one scheduling cycle, not at every poll (Spark polls every 20 ms);
+            # with ``longpoll`` the cycle is spent waiting here instead (handle), so it may ask again at once
+            retry = 0.0 if grant or p.config.longpoll else p.config.cycle
+            return {"ok": True, "grant": grant, "retry_in": retry}
         if op == "output":
             p.output(str(msg["query"]), now, int(msg["rows"]))
             return {"ok": True}
         if op == "bye":
             p.unregister(str(msg["query"]))
+            self.changed.notify_all()
             return {"ok": True}
         if op == "stats":
             return {"ok": True, **self.stats()}
@@ -189,6 +244,7 @@ class Controller:
             "requests": self.requests,
             "grants": self.grants,
             "refusals": self.refusals,
+            "woken_grants": self.woken_grants,
             "decisions": self.policy.decisions,
             "holds": self.policy.holds,
             "memory_decisions": self.policy.memory_decisions,

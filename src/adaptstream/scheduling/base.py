@@ -47,6 +47,7 @@ class SchedulerConfig:
     history: int = 400  # Klink's h: epochs of delay statistics kept per stream
     confidence: float = 0.95  # Klink's f
     variance: str = "delay"  # "delay" or "mean" (Eq. 6 literally), see scheduling/swm.py
+    longpoll: bool = True  # a refused source waits at the controller up to a cycle, granted as a slot frees
 
     def validate(self) -> None:
         from adaptstream.errors import ConfigError

@@ -201,3 +201,14 @@ def test_report_counts_every_repeated_run(tmp_path):
     res["meta"]["repeats"] = 3
     write_report(res, tmp_path)
     assert "; 24 runs (8 policy x N points, 3 each) in 1.0 min." in (tmp_path / "klink.md").read_text()
+
+
+def test_a_repetition_starts_only_when_a_whole_one_fits_the_budget():
+    """Every policy at an N ends with the same number of runs: a partial repetition would pool an extra, later
+    (slower) run for the first policies of the order only."""
+    from adaptstream.bench.klink import rep_fits
+
+    assert rep_fits(0.0, None, 60.0)  # the first repetition starts (its runs are checked one by one)
+    assert not rep_fits(61.0, None, 60.0)  # the budget is spent
+    assert rep_fits(30.0, 25.0, 60.0)  # the last one took 25 s: another fits
+    assert not rep_fits(40.0, 25.0, 60.0)  # it would overrun: none of its runs starts

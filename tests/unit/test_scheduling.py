@@ -485,3 +485,60 @@ def test_klink_stick_keeps_the_due_query_first_until_its_swm_is_processed(stick)
         pol.complete("a", t + 1.4, 10_001, 100, 0.3)  # this batch carried a's SWM: a is released
         assert _want(pol, t + 1.41, a=10, b=500)[0] == "b"
         assert pol.focus == ("b", "main", 10_000)
+
+
+def _due(pol, name: str) -> None:
+    """Register ``name`` with a trained stream whose SWM was just ingested and waits for its batch."""
+    pol.register(name, {"main": (2.0, 0.0)})
+    est = pol.queries[name].streams["main"] = _trained()
+    assert est.observe(10_000, est.next_deadline + 0.5, est.next_deadline + 0.01, 0.0)
+
+
+@pytest.mark.parametrize("queue", [1, 2])
+def test_a_burst_slot_opens_only_for_due_queries_while_enough_of_them_queue(queue):
+    pol = build_scheduler("klink", burst=1, burst_queue=queue, hold=math.inf)
+    for n in ("a", "b", "c"):
+        _due(pol, n)
+    pol.register("idle", {"main": (2.0, 0.0)})
+    pol.queries["idle"].streams["main"] = _trained()  # no SWM waiting: never a burst
+    t = 190.0
+    first = _ready(pol, t, "a", "b", "c", "idle")  # the slot; the others are in the order from the next cycle
+    assert len(first) == 1 and pol.bursts == 0
+    rest = [n for n in ("a", "b", "c", "idle") if n not in first]  # a running query does not poll
+    second = _ready(pol, t + 0.2, *rest)
+    assert len(second) == 1 and second[0] != "idle"  # the burst slot, to a due query
+    assert pol.bursts == 1
+    rest = [n for n in rest if n not in second]
+    assert _ready(pol, t + 0.4, *rest) == []  # slots + burst busy
+    pol.complete(second[0], t + 0.5, 10_001, 100, 0.5)
+    # one due query left waiting: below a queue of 2 it gets no burst, at a queue of 1 it takes the freed one
+    assert _ready(pol, t + 0.7, *rest) == ([n for n in rest if n != "idle"] if queue == 1 else [])
+    restored = build_scheduler("klink", burst=1, burst_queue=queue, hold=math.inf)
+    restored.load_state_dict(pol.state_dict())
+    assert restored.bursts == pol.bursts
+
+
+def test_a_burst_needs_the_queue_threshold():
+    pol = build_scheduler("sbox", burst=1, burst_queue=3)
+    for n in ("a", "b", "c"):
+        _due(pol, n)
+    first = _ready(pol, 190.0, "a", "b", "c")
+    assert len(first) == 1
+    assert _ready(pol, 190.2, *(n for n in "abc" if n not in first)) == []  # 2 due wait, fewer than burst_queue
+    assert pol.bursts == 0
+
+
+def test_without_burst_the_slots_are_the_limit():
+    pol = build_scheduler("klink", hold=math.inf)
+    for n in ("a", "b", "c"):
+        _due(pol, n)
+    first = _ready(pol, 190.0, "a", "b", "c")
+    assert len(first) == 1
+    assert _ready(pol, 190.2, *(n for n in "abc" if n not in first)) == []
+    assert pol.bursts == 0
+
+
+@pytest.mark.parametrize("bad", [{"burst": -1}, {"burst_queue": 0}])
+def test_burst_settings_out_of_range_are_refused(bad):
+    with pytest.raises(ConfigError):
+        build_scheduler("klink", **bad)

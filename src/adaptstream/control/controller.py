@@ -248,6 +248,7 @@ class Controller:
             "decisions": self.policy.decisions,
             "holds": self.policy.holds,
             "memory_decisions": self.policy.memory_decisions,
+            "bursts": self.policy.bursts,
             "cpu_seconds": self.cpu_seconds,
             "swm_hits": hits,
             "swm_checked": checked,

@@ -529,7 +529,8 @@ def test_a_burst_needs_the_queue_threshold():
 
 
 def test_without_burst_the_slots_are_the_limit():
-    pol = build_scheduler("klink", hold=math.inf)
+    assert build_scheduler("sbox").config.burst == 0 and build_scheduler("klink").config.burst == 1
+    pol = build_scheduler("klink", hold=math.inf, burst=0)
     for n in ("a", "b", "c"):
         _due(pol, n)
     first = _ready(pol, 190.0, "a", "b", "c")

@@ -25,6 +25,11 @@ expected, given it has not arrived yet, sooner than one per-batch cost ``a`` (th
 now. A batch started then would still run when the SWM arrives, and the SWM would wait for it and then for a batch
 of its own; holding until the SWM is ingested processes backlog and SWM in one batch (see :meth:`straddles`).
 
+Burst (``burst``, on: one slot): with its slot busy, a due query (its SWM ingested and waiting) may start a
+second concurrent micro-batch while ``burst_queue`` (2) due queries wait (:meth:`SchedulerPolicy._chosen`). On a
+slow machine one gated batch at a time had more work than time at N = 16 and every window queued; the burst runs
+only then (docs/klink.md, "Burst").
+
 Memory mode: when the memory in use reaches ``memory_bound`` (share of the limit), the order becomes largest
 ``p_k = sz * (1 - S)`` first (waiting rows times one minus the query's selectivity: the rows one batch removes),
 least slack breaking ties, until use fell by ``memory_free`` of what it was on entry or ``memory_seconds`` passed.
@@ -49,6 +54,7 @@ class KlinkConfig(SchedulerConfig):
     overdue: str = "overrun"  # slack of an SWM late past its interval: "overrun" (t_max - t - cost) or "zero" (Alg. 1)
     stick: bool = False  # keep the due query chosen first until its SWM is processed (measured worse: off)
     straddle: bool = False  # hold a query whose SWM is due within one per-batch cost (measured worse: off)
+    burst: int = 1  # a second concurrent batch for due queries while two of them queue (scheduling/base.py)
 
     def validate(self) -> None:
         from adaptstream.errors import ConfigError

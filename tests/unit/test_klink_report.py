@@ -188,10 +188,14 @@ def test_repeats_pool_the_latency_breakdown_by_windows_and_the_report_shows_it(t
 def test_report_states_the_klink_settings_the_run_used(tmp_path):
     res = _result(5.0)
     write_report(res, tmp_path)  # a report from before the settings were kept: the old defaults
-    assert "`klink` ran with hold=1, overdue=overrun: it holds back" in (tmp_path / "klink.md").read_text()
+    assert "`klink` ran with hold=1, overdue=overrun, burst=0: it holds back" in (tmp_path / "klink.md").read_text()
     res["meta"]["klink_defaults"] = {"hold": "inf", "overdue": "zero"}
     write_report(res, tmp_path)
-    assert "`klink` ran with hold=inf, overdue=zero: it never holds" in (tmp_path / "klink.md").read_text()
+    text = (tmp_path / "klink.md").read_text()
+    assert "`klink` ran with hold=inf, overdue=zero, burst=0: it never holds" in text and "`burst`" not in text
+    res["meta"]["klink_defaults"] = {"hold": "1", "overdue": "overrun", "burst": "1", "burst_queue": "2"}
+    write_report(res, tmp_path)
+    assert "up to 1 more concurrent micro-batch(es) to queries whose SWM" in (tmp_path / "klink.md").read_text()
 
 
 def test_report_counts_every_repeated_run(tmp_path):

@@ -141,7 +141,7 @@ def klink_defaults() -> dict[str, str]:
     from adaptstream.scheduling.klink import KlinkConfig
 
     c = KlinkConfig()
-    return {"hold": f"{c.hold:g}", "overdue": c.overdue}
+    return {"hold": f"{c.hold:g}", "overdue": c.overdue, "burst": str(c.burst), "burst_queue": str(c.burst_queue)}
 
 
 COUNTERS = (

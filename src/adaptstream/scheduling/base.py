@@ -54,10 +54,8 @@ class SchedulerConfig:
     def validate(self) -> None:
         from adaptstream.errors import ConfigError
 
-        if self.slots < 1 or self.burst < 0 or self.burst_queue < 1 or self.cycle <= 0 or self.lease <= 0:
-            msg = f"scheduler settings out of range: {self}"
-            raise ConfigError(msg)
-        if self.history < 2:
+        counts_bad = self.slots < 1 or self.burst < 0 or self.burst_queue < 1 or self.history < 2
+        if counts_bad or self.cycle <= 0 or self.lease <= 0:
             msg = f"scheduler settings out of range: {self}"
             raise ConfigError(msg)
         if not 0.0 < self.confidence < 1.0:
@@ -122,6 +120,11 @@ class QueryState:
         """Klink Sec. 3.3: a query's slack is the least over its input streams (+inf when nothing is known)."""
         c = self.cost(fixed)
         return min((s.slack(t, c, cycle, overdue) for s in self.streams.values()), default=math.inf)
+
+    @property
+    def due(self) -> bool:
+        """An SWM of this query was ingested and waits for its micro-batch."""
+        return any(s.pending for s in self.streams.values())
 
     def state(self) -> dict[str, Any]:
         return {
@@ -286,7 +289,7 @@ class SchedulerPolicy(Policy):
         ready = [n for n in self._order if self._is_ready(self.queries.get(n), now)]
         if running < c.slots:
             return ready[: c.slots - running]
-        due = [n for n in ready if any(s.pending for s in self.queries[n].streams.values())]
+        due = [n for n in ready if self.queries[n].due]
         return due[: c.slots + c.burst - running] if len(due) >= c.burst_queue else []
 
     @property

@@ -122,7 +122,7 @@ class KlinkPolicy(SchedulerPolicy):
         rule compares the SWM's expected remaining time, given it has not arrived, with ``a``. Not once the SWM
         is late past its interval (the estimate was wrong: run), nor while an SWM waits (the query is due)."""
         fit = q.cost_fit()
-        if fit is None or any(s.pending for s in q.streams.values()):
+        if fit is None or q.due:
             return False
         return any((w := s.expected_wait(now)) is not None and w < fit[0] for s in q.streams.values())
 
@@ -157,7 +157,7 @@ class KlinkPolicy(SchedulerPolicy):
             if est is not None and any(p[0] == seq for p in est.pending):
                 return name
             self.focus = None
-        due = [n for n in names if sl[n] < 0 and any(s.pending for s in self.queries[n].streams.values())]
+        due = [n for n in names if sl[n] < 0 and self.queries[n].due]
         if not due:
             return None
         q = self.queries[due[0]]  # names are in least-slack order

@@ -72,8 +72,12 @@ class DatasetWriter:
         finally:
             self.finished.set()
 
-    def start_thread(self) -> threading.Thread:
-        self.start = self.clock() - self.next_second  # pace from now: the query is ready to take data
+    def start_thread(self, origin: float | None = None) -> threading.Thread:
+        """Write from now (the query is ready to take data), or from ``origin`` (the wall time of event time 0)
+        when a later one is given; a resumed writer always paces from now."""
+        now = self.clock()
+        first = max(now, origin) if origin is not None and self.next_second == 0 else now
+        self.start = first - self.next_second
         t = threading.Thread(target=self.run, name="adaptstream-generator", daemon=True)
         t.start()
         return t
@@ -82,11 +86,46 @@ class DatasetWriter:
         self._stop.set()
 
 
+def read_start_gate(path: str) -> float | None:
+    """The wall time written in a start gate file, or None while there is none."""
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except FileNotFoundError:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        from adaptstream.errors import ConnectorError
+
+        msg = f"start gate {path!r} must hold a wall time in seconds (e.g. 1795635739.5), found {text[:40]!r}"
+        raise ConnectorError(msg) from None
+
+
+def open_start_gate(path: str, origin: float) -> None:
+    """Tell a gated generator to start its event time 0 at wall time ``origin`` (atomic: write, then rename)."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        f.write(repr(float(origin)))
+    os.replace(tmp, path)
+
+
+def gate_ready_path(path: str) -> str:
+    """Where a gated generator says its query is up (Spark's start-up done) and waits for the gate."""
+    return f"{path}.ready"
+
+
 class GeneratorConnector(FilesConnector):
     def __init__(
-        self, manifest: Manifest, writer: DatasetWriter, drain: bool = False, sentinel_path: str | None = None
+        self,
+        manifest: Manifest,
+        writer: DatasetWriter,
+        drain: bool = False,
+        sentinel_path: str | None = None,
+        start_gate: str | None = None,
     ) -> None:
         self.writer = writer
+        self.start_gate = start_gate  # a file the multi-query runner writes once every query is up
         super().__init__(
             manifest,
             writer.out_dir,
@@ -99,9 +138,23 @@ class GeneratorConnector(FilesConnector):
         self.generator: Any = None  # the dataset generator, set by the source (event-time progress per dataset)
 
     def start(self) -> None:
-        """Generated traffic begins once Spark finished its start-up batch, so engine warm-up is not buffering."""
-        if self._thread is None:
+        """Generated traffic begins once Spark finished its start-up batch, so engine warm-up is not buffering.
+
+        With a start gate it begins at the wall time the gate file names, once that file exists: several queries
+        of one experiment start their (slow, serial) Spark start-up first and their input together. The source
+        calls this on every poll; a resumed writer (datasets already on disk) ignores the gate."""
+        if self._thread is not None:
+            return
+        if self.start_gate is None or self.writer.next_second > 0:
             self._thread = self.writer.start_thread()
+            return
+        ready = gate_ready_path(self.start_gate)
+        if not os.path.exists(ready):
+            with open(ready, "w") as f:
+                f.write(repr(time.time()))
+        origin = read_start_gate(self.start_gate)
+        if origin is not None:
+            self._thread = self.writer.start_thread(origin)
 
     def poll(self) -> list[DatasetRef]:
         if self.writer.error is not None:

@@ -90,7 +90,7 @@ def build_connector(opts: SourceOptions, manifest: Manifest, on_changed=None, st
     )
     # A restarted query finds earlier datasets on disk: bring the simulation to where they left it.
     gen.fast_forward(traffic.rows_at(k) for k in range(writer.next_second))
-    conn = GeneratorConnector(manifest, writer, opts.drain, opts.sentinel_path)
+    conn = GeneratorConnector(manifest, writer, opts.drain, opts.sentinel_path, start_gate=opts.start_gate)
     conn.generator = gen  # event-time progress of each dataset, for the scheduling controller
     return conn
 
@@ -299,8 +299,8 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         s = int(start["seq"])
         self._complete(s, now)
         self._polls += 1
-        if self._polls == 2:  # the first poll comes before Spark's start-up batch 0, the second after it
-            self.connector.start()
+        if self._polls >= 2:  # the first poll comes before Spark's start-up batch 0, the second after it
+            self.connector.start()  # idempotent; a gated generator waits here for its gate
         if self._target is None:
             if self._available_now and self.redis is not None:
                 self.redis.freeze()  # every entry present now, none added later: walk to it now

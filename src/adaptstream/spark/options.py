@@ -38,6 +38,7 @@ _KNOWN = {
     "period",
     "drain",
     "sentinelpath",
+    "startgate",
     "partitioner",
     "numblocks",
     "partitionkey",
@@ -171,6 +172,7 @@ class SourceOptions:
     period: float = 60.0
     drain: bool = False
     sentinel_path: str | None = None
+    start_gate: str | None = None  # generator: write nothing until this file names the wall time of event time 0
     partitioner: str = "time"
     num_blocks: int = 2
     blocks_file: str | None = None  # a file whose integer overrides num_blocks per batch (Alg. 4's map tasks)
@@ -245,6 +247,7 @@ class SourceOptions:
             period=parse_duration(opts.get("period", "60")),
             drain=_bool(opts.get("drain", "false"), "drain"),
             sentinel_path=opts.get("sentinelpath"),
+            start_gate=opts.get("startgate") or None,
             partitioner=opts.get("partitioner", "time").lower(),
             num_blocks=_int(opts.get("numblocks", "2"), "numBlocks", minimum=1),
             blocks_file=opts.get("blocksfile") or None,
@@ -314,6 +317,9 @@ class SourceOptions:
             raise ConfigError(msg)
         if self.connector == "generator" and not (self.path or self.state_path or self.metrics_path):
             msg = "the generator connector needs a directory to write its datasets to: set path or metricsPath"
+            raise ConfigError(msg)
+        if self.start_gate and self.connector != "generator":
+            msg = "option startGate only applies to generated input (connector generator)"
             raise ConfigError(msg)
         if self.drain and self.connector == "files" and not self.sentinel_path:
             msg = "drain needs sentinelPath: the end-of-input rows that move the watermark past the last window"

@@ -62,6 +62,10 @@ def run_several(
         def show(name: str, snap: dict) -> None:
             prog.update(tasks[name], completed=min(snap["completed"], total))
 
+        if not input_dir and len(names) > 1:
+            console.print(
+                f"starting {len(names)} queries one after another; their generated input begins once all are up"
+            )
         try:
             result = run_multi(spark, ms, run_dir, show)
         except AdaptstreamError as exc:

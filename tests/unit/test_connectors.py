@@ -9,7 +9,13 @@ import pytest
 
 from adaptstream.connectors.base import Manifest
 from adaptstream.connectors.files import FilesConnector
-from adaptstream.connectors.generator import DatasetWriter
+from adaptstream.connectors.generator import (
+    DatasetWriter,
+    GeneratorConnector,
+    gate_ready_path,
+    open_start_gate,
+    read_start_gate,
+)
 from adaptstream.connectors.parsing import parse_csv, parse_jsonl
 from adaptstream.connectors.traffic import RandomTraffic, SinusoidalTraffic, StepTraffic, build_traffic
 from adaptstream.errors import ConfigError, ConnectorError, UnknownNameError
@@ -99,6 +105,60 @@ def test_dataset_writer_paces_by_clock_and_resumes(tmp_path):
     assert len(os.listdir(tmp_path / "out")) == 3
 
 
+def _gated(tmp_path, now: list[float]) -> tuple[GeneratorConnector, str]:
+    table = pa.table({"k": ["a"], "v": [1], "x": [1.0]})
+    w = DatasetWriter(str(tmp_path / "out"), lambda k: table, header=False, duration=3, clock=lambda: now[0])
+    gate = str(tmp_path / "gate")
+    return GeneratorConnector(Manifest(str(tmp_path / "m.jsonl")), w, start_gate=gate), gate
+
+
+def test_start_gate_holds_the_generator_until_opened_then_starts_at_its_time(tmp_path):
+    now = [100.0]
+    conn, gate = _gated(tmp_path, now)
+    conn.start()  # up: says so, and waits for the gate
+    assert os.path.exists(gate_ready_path(gate)) and conn._thread is None
+    conn.start()
+    assert conn._thread is None and os.listdir(tmp_path / "out") == []
+    open_start_gate(gate, 150.0)
+    assert read_start_gate(gate) == 150.0
+    conn.start()
+    try:
+        assert conn._thread is not None and conn.writer.start == 150.0  # event time 0 at the gate's time
+    finally:
+        conn.stop()
+        conn._thread.join(5)
+    assert os.listdir(tmp_path / "out") == []  # dataset 0 is due at 151, the clock says 100
+
+
+def test_start_gate_in_the_past_starts_now_and_a_resumed_writer_ignores_it(tmp_path):
+    now = [100.0]
+    conn, gate = _gated(tmp_path, now)
+    open_start_gate(gate, 40.0)
+    conn.start()
+    try:
+        assert conn.writer.start == 100.0  # a late gate does not invent a backlog
+    finally:
+        conn.stop()
+        conn._thread.join(5)
+    (tmp_path / "out" / "00000000.csv").write_text("a,1,1.0\n")
+    resumed, _ = _gated(tmp_path, now)
+    open_start_gate(gate, 500.0)
+    resumed.start()
+    try:
+        assert resumed.writer.start == 99.0  # a restart paces from now, whatever the gate says
+    finally:
+        resumed.stop()
+        resumed._thread.join(5)
+
+
+def test_start_gate_with_garbage_is_a_clear_error(tmp_path):
+    gate = tmp_path / "gate"
+    gate.write_text("soon")
+    with pytest.raises(ConnectorError, match="must hold a wall time"):
+        read_start_gate(str(gate))
+    assert read_start_gate(str(tmp_path / "absent")) is None
+
+
 def test_traffic_patterns():
     assert build_traffic("constant", 500).rows_at(7) == 500
     rnd = RandomTraffic(rate=1000, seed=3)
@@ -133,6 +193,8 @@ def test_source_options_validation(tmp_path):
         SourceOptions.parse({"connector": "kafka"})
     with pytest.raises(ConfigError, match="duration"):
         SourceOptions.parse({"path": str(tmp_path), "slide": "soon"})
+    with pytest.raises(ConfigError, match="startGate only applies to generated input"):
+        SourceOptions.parse({"path": str(tmp_path), "startGate": str(tmp_path / "gate")})
 
 
 def test_csv_timestamps_naive_as_utc_offsets_kept_bad_quarantined():

@@ -55,8 +55,11 @@ def one_run(
     seed: int,
     work: Path,
     workloads: tuple[str, ...] = DEFAULT_WORKLOADS,
+    together: bool = True,
 ) -> dict:
-    """N queries, query i running ``workloads[i % len(workloads)]``, under one policy; latencies pooled."""
+    """N queries, query i running ``workloads[i % len(workloads)]``, under one policy; latencies pooled.
+
+    ``together``: every query starts first and their input together (start gates); else one query after another."""
     from adaptstream.metrics.output_latency import (
         latency_breakdown,
         summarize,
@@ -82,7 +85,9 @@ def one_run(
     scheduler, params = parse_policy(policy)
     run_dir = work / f"{policy.replace(':', '_').replace('=', '-')}-{n}"
     load_before = os.getloadavg()
-    ms = MultiSpec(specs, scheduler=scheduler, scheduler_params=params, start_spread=spread, seed=seed)
+    ms = MultiSpec(
+        specs, scheduler=scheduler, scheduler_params=params, start_spread=spread, seed=seed, together=together
+    )
     res = run_multi(spark, ms, str(run_dir))
     lat: list[float] = []
     parts: list[dict[str, float]] = []
@@ -284,6 +289,14 @@ def klink_command(
             help="runs per policy and N (new seeds each; windows pooled, each run's mean kept for the spread)",
         ),
     ] = 1,
+    together: Annotated[
+        bool,
+        typer.Option(
+            "--together/--one-by-one",
+            help="start every query first and their input together at the start spread (default), or each query "
+            "once the previous one ran its first micro-batch (the recordings up to git cc5e61a: fewer than N at once)",
+        ),
+    ] = True,
     report_only: Annotated[bool, typer.Option(help="rebuild the report from klink.json, run nothing")] = False,
 ) -> None:
     """Output latency of N concurrent windowed queries (YSB by default; --workloads mixes in DEBS 2015 and the
@@ -340,6 +353,7 @@ def klink_command(
         "workloads": list(wls),
         "seed": seed,
         "repeats": repeats,
+        "together": together,
         "klink_defaults": klink_defaults(),
     }
     typer.echo("bench klink: SWM estimate replay (pure Python)")
@@ -361,7 +375,7 @@ def klink_command(
                         meta.setdefault("skipped", []).append(f"{p}@N={n}" + (f"#{rep + 1}" if repeats > 1 else ""))
                         typer.echo(f"  N={n} {p:8s} skipped: the {budget_minutes:g} min budget is spent")
                         continue
-                    r = _guarded_run(spark, p, n, duration, rate, start_spread, seed + 1000 * rep, work, wls)
+                    r = _guarded_run(spark, p, n, duration, rate, start_spread, seed + 1000 * rep, work, wls, together)
                     reps.setdefault(p, []).append(r)
                     tag = f" #{rep + 1}" if repeats > 1 else ""
                     typer.echo(
@@ -379,13 +393,13 @@ def klink_command(
     typer.echo(f"report: {target / 'klink.md'}")
 
 
-def _guarded_run(spark, p: str, n: int, duration, rate, spread, seed, work, wls) -> dict:
+def _guarded_run(spark, p: str, n: int, duration, rate, spread, seed, work, wls, together: bool = True) -> dict:
     """One run; a run that fails is recorded with its error (the report lists it), not hidden or retried."""
     from adaptstream.errors import AdaptstreamError
 
     t0 = time.time()
     try:
-        return one_run(spark, p, n, duration, rate, spread, seed, work, wls)
+        return one_run(spark, p, n, duration, rate, spread, seed, work, wls, together)
     except AdaptstreamError as e:
         return {
             "policy": p,

@@ -20,6 +20,17 @@ def _run_count(result: dict) -> str:
     return f"{total} runs ({n} policy x N points, {k} each)" if k > 1 else f"{total} runs"
 
 
+def _start_mode(m: dict) -> str:
+    """How the run's queries started (recordings before the start gates have no 'together': one by one)."""
+    spread = f"[0, {m['start_spread_s']:g}] s"
+    if m.get("together"):
+        return f"every query started first, then each one's input at a random time in {spread} (start gates)"
+    return (
+        f"each query started at a random time in {spread}, but not before the previous one ran its first "
+        "micro-batch (start-ups added up: fewer than N queries ran at once)"
+    )
+
+
 def _klink_settings(m: dict) -> str:
     """What a plain ``klink`` ran with (reports before ``klink_defaults`` was kept: hold 1 s, overdue overrun)."""
     d = m.get("klink_defaults", {"hold": "1", "overdue": "overrun"})
@@ -196,7 +207,9 @@ def write_report(result: dict, out: Path) -> Path:
         "",
         f"Setup: N concurrent queries, query i running the (i mod {len(wls)})-th of {', '.join(wls)} "
         f"(docs/workloads.md; YSB: uniform, YSBZ: Zipf 0.99 network delay up to 2 s), {m['rate']} "
-        f"rows/s each for {m['duration_s']:g} s, random start in [0, {m['start_spread_s']:g}] s, drained; "
+        f"rows/s each for {m['duration_s']:g} s, drained; "
+        + _start_mode(m)
+        + "; "
         + (
             f"{m['repeats']} runs per policy and N (new seeds per run, interleaved; windows pooled, the range of "
             "the runs' own means beside each cell); "

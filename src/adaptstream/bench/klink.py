@@ -264,7 +264,7 @@ def klink_command(
     ] = ",".join(POLICIES),
     duration: Annotated[float, typer.Option(min=5.0, help="seconds of generated input per query")] = 40.0,
     rate: Annotated[int, typer.Option(min=1, help="rows per second per query")] = 400,
-    start_spread: Annotated[float, typer.Option(min=0.0, help="random start in [0, S] s (paper: 20)")] = 5.0,
+    start_spread: Annotated[float, typer.Option(min=0.0, help="random start in [0, S] s (the paper's 20)")] = 20.0,
     replay_seconds: Annotated[int, typer.Option(min=100, help="event seconds in the SWM accuracy replay")] = 4000,
     workloads: Annotated[
         str,

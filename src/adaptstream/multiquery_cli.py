@@ -87,5 +87,7 @@ def run_several(
                 f"{lat['windows']} window results ({lat['clock']} clock, docs/klink.md)"
             )
     console.print(
-        f"run directory: [bold]{run_dir}[/] (one folder per workload: {', '.join(names)}; multi.json, spark.log)"
+        f"run directory: [bold]{run_dir}[/] (one folder per workload: {', '.join(names)}; multi.json, spark.log"
+        + ("; start-gates: when each one's input began" if result.spec.together and not input_dir else "")
+        + ")"
     )

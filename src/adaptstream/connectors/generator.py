@@ -126,6 +126,7 @@ class GeneratorConnector(FilesConnector):
     ) -> None:
         self.writer = writer
         self.start_gate = start_gate  # a file the multi-query runner writes once every query is up
+        self._announced = False  # the gate's ready file is written
         super().__init__(
             manifest,
             writer.out_dir,
@@ -148,10 +149,10 @@ class GeneratorConnector(FilesConnector):
         if self.start_gate is None or self.writer.next_second > 0:
             self._thread = self.writer.start_thread()
             return
-        ready = gate_ready_path(self.start_gate)
-        if not os.path.exists(ready):
-            with open(ready, "w") as f:
+        if not self._announced:  # once, not on every poll: the runner waits for this file
+            with open(gate_ready_path(self.start_gate), "w") as f:
                 f.write(repr(time.time()))
+            self._announced = True
         origin = read_start_gate(self.start_gate)
         if origin is not None:
             self._thread = self.writer.start_thread(origin)

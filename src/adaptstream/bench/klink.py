@@ -8,9 +8,8 @@ each for ``--duration`` s, each starting at a random time in ``[0, --start-sprea
 through :func:`adaptstream.multiquery.run_multi`, the path ``adaptstream run --workload ... --scheduler`` takes.
 Policies run in a rotated order per N so none always runs first. Figures: output latency per window (Klink Sec.
 6.1.2, metrics/output_latency.py), mean and p99 per policy and N (Fig. 6a), per workload, and its CDF at the
-N where ``default`` saturates (Fig. 6b; its backlog grows, bench/klink_report.py); the controller's CPU per
-scheduling decision and the throughput at the smallest N (Fig. 9d's overhead); SWM estimate accuracy (Fig. 9c)
-from the controller during the runs and from a pure-Python replay of
+largest N (Fig. 6b); the controller's CPU per scheduling decision and the throughput at the smallest N (Fig. 9d's
+overhead); SWM estimate accuracy (Fig. 9c) from the controller during the runs and from a pure-Python replay of
 the delay generators' progress indicators over ``--replay-seconds`` of event time (labelled as a replay). Writes
 klink.md, klink.json, klink-latency.png, klink-cdf.png to ``--out`` (default runs/bench-klink-<time>/;
 ``--update-docs``: docs/results/).
@@ -66,7 +65,6 @@ def one_run(
         summarize,
         summarize_breakdown,
         window_latencies,
-        window_trend,
         written_windows,
     )
     from adaptstream.multiquery import MultiSpec, run_multi
@@ -93,7 +91,6 @@ def one_run(
     res = run_multi(spark, ms, str(run_dir))
     lat: list[float] = []
     parts: list[dict[str, float]] = []
-    trend: list[list[float]] = []
     per_workload: dict[str, list[float]] = {}
     rows = batches = 0
     first, last = float("inf"), 0.0
@@ -104,7 +101,6 @@ def one_run(
         mine = window_latencies(qdir, windows=wins)
         lat += mine
         parts += latency_breakdown(qdir, windows=wins)
-        trend += window_trend(qdir, duration, windows=wins, latencies=mine)
         per_workload.setdefault(r.spec.workload, []).extend(mine)
         rows += r.summary.rows
         b = _batches(r.metrics_dir)
@@ -120,7 +116,6 @@ def one_run(
         "latencies": sorted(lat),
         "workloads": {w: summarize(v) for w, v in sorted(per_workload.items())},
         "breakdown": summarize_breakdown(parts),  # where the latency of windows closed mid-run goes
-        "trend": sorted(trend),  # [position in the input (0-1), latency] of windows closed mid-run: saturation
         "workload_latencies": {w: sorted(v) for w, v in sorted(per_workload.items())},
         "unfinished": sum(r.unfinished for r in res.results.values()),
         "wall_s": res.wall_seconds,
@@ -210,7 +205,6 @@ def merge_repeats(reps: list[dict]) -> dict:
         rows_per_s=sum(rates) / len(rates) if rates else None,
         batches=sum(r.get("batches") or 0 for r in ok),
         breakdown=breakdown,
-        trend=sorted(x for r in ok for x in r.get("trend") or ()),
         controller=ctl if ok and any(r.get("controller") for r in ok) else {},
         cpu_ms_per_decision=1000 * ctl["cpu_seconds"] / ctl["decisions"] if ctl["decisions"] else None,
         cpu_ms_per_request=1000 * ctl["cpu_seconds"] / ctl["requests"] if ctl["requests"] else None,

@@ -64,46 +64,10 @@ def _by(runs: list[dict]) -> dict[str, dict[int, dict]]:
     return out
 
 
-GROWTH_RATIO, GROWTH_S = 1.25, 1.0  # the growing-queue rule of bench lmstream-load, reused, not tuned here
-
-
-def growth(run: dict) -> tuple[float, float] | None:
-    """(mean latency of the windows closed in the middle third of the input, in the last third), over the
-    windows a watermark closed mid-run (``trend``), or None when either third has none or nothing was recorded
-    (reports before ``trend`` existed)."""
-    trend = run.get("trend") or []
-    eps = 1e-6  # a window ending at exactly 2/3 of the input (40 s of 60) is the middle third's, not rounding's
-    mid = [lat for pos, lat in trend if 1 / 3 + eps < pos <= 2 / 3 + eps]
-    last = [lat for pos, lat in trend if pos > 2 / 3 + eps]
-    return (float(np.mean(mid)), float(np.mean(last))) if mid and last else None
-
-
-def grows(run: dict) -> bool | None:
-    """Whether the run's backlog grew: last-third latency both ``GROWTH_RATIO`` x and ``GROWTH_S`` s above the
-    middle third's (a policy that keeps up has a steady latency once every query runs; None: not measurable)."""
-    g = growth(run)
-    return None if g is None else g[1] >= GROWTH_RATIO * g[0] and g[1] - g[0] >= GROWTH_S
-
-
-def saturation(runs: list[dict]) -> tuple[int | None, str]:
-    """The N the targets are judged at, and why: the issue's "N where default saturates this machine" is the
-    smallest N at which ``default``'s backlog grows during the input (:func:`grows`); the largest N it ran when
-    it grows nowhere (then the report says it never saturated) or when no run recorded per-window times."""
-    ds = sorted((r["queries"], r) for r in runs if r["policy"] == "default" and r["windows"])
-    if not ds:
-        return None, "no default run with windows"
-    verdicts = [(n, grows(r)) for n, r in ds]
-    if all(v is None for _, v in verdicts):
-        return ds[-1][0], "largest N (no per-window times recorded)"
-    for n, v in verdicts:
-        if v:
-            return n, "smallest N at which default's backlog grows"
-    return ds[-1][0], "largest N: default's backlog grew at no N (it did not saturate)"
-
-
 def saturation_n(runs: list[dict]) -> int | None:
-    """The N the targets are judged at (:func:`saturation`)."""
-    return saturation(runs)[0]
+    """The N where ``default`` is most loaded: the largest N it ran with measured windows."""
+    ns = [r["queries"] for r in runs if r["policy"] == "default" and r["windows"]]
+    return max(ns) if ns else None
 
 
 def targets(result: dict) -> list[dict]:
@@ -274,7 +238,7 @@ def write_report(result: dict, out: Path) -> Path:
             for k in m["queries"]
         ]
         lines.append(f"| {p} | " + " | ".join(cells) + " |")
-    lines += _saturation_lines(result, by, n)
+    lines += _versus_lines(by, n)
     if n is not None and len(wls) > 1:
         lines += [
             "",
@@ -293,9 +257,6 @@ def write_report(result: dict, out: Path) -> Path:
             ]
             lines.append(f"| {p} | " + " | ".join(cells) + " |")
     lines += _breakdown_lines(by, n)
-    top = max((k for k in m["queries"] if any(k in v for v in by.values())), default=None)
-    if top is not None and top != n:
-        lines += _breakdown_lines(by, top)
     lines += [
         "",
         "![mean output latency vs N](klink-latency.png) ![CDF](klink-cdf.png)",
@@ -411,43 +372,20 @@ def _breakdown_lines(by: dict[str, dict[int, dict]], n: int | None) -> list[str]
     return out
 
 
-def _saturation_lines(result: dict, by: dict[str, dict[int, dict]], n: int | None) -> list[str]:
-    """Where default saturates (the N the targets are judged at), and how klink compares at every N."""
-    if n is None:
-        return []
-    _, why = saturation(result["runs"])
-    ns = sorted({k for v in by.values() for k in v})
-    out = [
-        "",
-        f"## Where default saturates: N={n} ({why})",
-        "",
-        "The targets are judged at the N where `default` saturates this machine (the issue's words): the smallest "
-        "N at which its backlog grows during the input, i.e. the mean output latency of the windows a watermark "
-        f"closed in the last third of each query's input is both {GROWTH_RATIO:g}x and {GROWTH_S:g} s above that "
-        "of the middle third (the growing-queue rule of `bench lmstream-load`). Mean latency (s), middle third -> "
-        "last third, per policy:",
-        "",
-        "| policy | " + " | ".join(f"N={k}" for k in ns) + " |",
-        "|---|" + "---|" * len(ns),
-    ]
-    for p in _ordered(by):
-        cells = []
-        for k in ns:
-            g = growth(by[p][k]) if k in by[p] else None
-            cells.append("n/a" if g is None else f"{g[0]:.1f} -> {g[1]:.1f}{' (grows)' if grows(by[p][k]) else ''}")
-        out.append(f"| {p} | " + " | ".join(cells) + " |")
-    out += ["", "klink against the best other baseline at each N (mean, p99; below 1 = klink better):", ""]
-    for k in ns:
-        if k not in by.get("klink", {}) or not by["klink"][k]["windows"]:
-            continue
-        kr = by["klink"][k]
+def _versus_lines(by: dict[str, dict[int, dict]], n: int | None) -> list[str]:
+    """klink against the best other baseline at every N: where along the load it wins and where it stops."""
+    out: list[str] = []
+    for k in sorted({k for v in by.values() for k in v}):
+        kr = by.get("klink", {}).get(k)
         ran = {p: by[p][k] for p in BASELINES if p in by and k in by[p] and by[p][k]["windows"]}
-        if not ran:
+        if not kr or not kr["windows"] or not ran:
             continue
         bm = min(ran, key=lambda p: ran[p]["mean_s"])
         bp = min(ran, key=lambda p: ran[p]["p99_s"])
         out.append(
-            f"- N={k}{' (judged)' if k == n else ''}: mean {kr['mean_s'] / ran[bm]['mean_s']:.2f}x {bm}, "
-            f"p99 {kr['p99_s'] / ran[bp]['p99_s']:.2f}x {bp}"
+            f"- N={k}{' (the targets)' if k == n else ''}: mean {kr['mean_s'] / ran[bm]['mean_s']:.2f}x {bm}'s, "
+            f"p99 {kr['p99_s'] / ran[bp]['p99_s']:.2f}x {bp}'s"
         )
-    return out
+    if not out:
+        return []
+    return ["", "klink against the best other baseline at each N (below 1: klink better):", "", *out]

@@ -213,30 +213,6 @@ def latency_breakdown(run_dir: str, windows: list[tuple[float, float]] | None = 
     return out
 
 
-def window_trend(
-    run_dir: str,
-    duration: float,
-    windows: list[tuple[float, float]] | None = None,
-    latencies: list[float] | None = None,
-) -> list[list[float]]:
-    """``[position, latency]`` of each window a watermark closed mid-run (generated input), position = the
-    window's end in event seconds over the input's ``duration`` (0-1): whether latency grows during the input,
-    i.e. whether a backlog builds up (bench/klink_report.py's saturation rule). Windows the end-of-input marker
-    closed are left out: their latency is the drain's, not the steady state's. ``latencies``: what
-    :func:`window_latencies` returned for ``windows``."""
-    wins = written_windows(run_dir) if windows is None else windows
-    lats = window_latencies(run_dir, windows=wins) if latencies is None else latencies
-    if not wins or len(lats) != len(wins) or duration <= 0:
-        return []
-    delay = float(_workload(run_dir).watermark_delay_s)
-    out = []
-    for (end, _), lat in zip(wins, lats, strict=True):
-        rel = end - RUN_EPOCH_S
-        if rel >= 0 and rel + delay < duration:  # its sweeping watermark came from input, not the end marker
-            out.append([rel / duration, float(lat)])
-    return out
-
-
 def summarize_breakdown(parts: list[dict[str, float]]) -> dict[str, float | int | None]:
     """Mean of each part over the windows, and how many windows."""
     if not parts:

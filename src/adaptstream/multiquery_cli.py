@@ -88,6 +88,6 @@ def run_several(
             )
     console.print(
         f"run directory: [bold]{run_dir}[/] (one folder per workload: {', '.join(names)}; multi.json, spark.log"
-        + ("; start-gates: when each one's input began" if result.spec.together and not input_dir else "")
+        + ("; start-gates: when each one's input began" if os.path.isdir(os.path.join(run_dir, "start-gates")) else "")
         + ")"
     )

@@ -113,7 +113,7 @@ def _baseline_targets(by: dict[str, dict[int, dict]], n: int) -> list[dict]:
     """Klink's mean and p99 below every baseline's at N. A baseline that did not run (or ran without windows) at N
     makes the target missed, named in the rule: a comparison with some baselines left out is not the target."""
     k = by["klink"][n]
-    ran = {p: by[p][n] for p in BASELINES if p in by and n in by[p] and by[p][n]["windows"]}
+    ran = _baselines_at(by, n)
     absent = [p for p in BASELINES if p not in ran]
     out = []
     for key, label in (("mean_s", "mean"), ("p99_s", "p99")):
@@ -130,6 +130,11 @@ def _baseline_targets(by: dict[str, dict[int, dict]], n: int) -> list[dict]:
             }
         )
     return out
+
+
+def _baselines_at(by: dict[str, dict[int, dict]], n: int) -> dict[str, dict]:
+    """The other baselines' runs at N that measured windows."""
+    return {p: by[p][n] for p in BASELINES if p in by and n in by[p] and by[p][n]["windows"]}
 
 
 def _plots(result: dict, out: Path) -> None:
@@ -377,7 +382,7 @@ def _versus_lines(by: dict[str, dict[int, dict]], n: int | None) -> list[str]:
     out: list[str] = []
     for k in sorted({k for v in by.values() for k in v}):
         kr = by.get("klink", {}).get(k)
-        ran = {p: by[p][k] for p in BASELINES if p in by and k in by[p] and by[p][k]["windows"]}
+        ran = _baselines_at(by, k)
         if not kr or not kr["windows"] or not ran:
             continue
         bm = min(ran, key=lambda p: ran[p]["mean_s"])

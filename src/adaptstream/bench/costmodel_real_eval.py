@@ -71,11 +71,11 @@ def base_type(qtype: str) -> str:
 
 
 def load_real(path: str | Path) -> tuple[list[Trace], list[Trace]]:
-    """(corpus traces `tb-*`, Exp. 2 traces `tbx*`), both labelled real."""
+    """(corpus traces `tb-*`, Exp. 2 traces `tbx*`), both labelled real; repeat runs (`tbr*`) are left out."""
     corpus: list[Trace] = []
     exp2: list[Trace] = []
     for t in read_traces(path):
-        if t.labels is None or t.labels.origin != "real":
+        if t.labels is None or t.labels.origin != "real" or t.trace_id.startswith("tbr"):
             continue
         (exp2 if t.trace_id.startswith("tbx") else corpus).append(t)
     return corpus, exp2

@@ -171,6 +171,14 @@ def testbed_corpus(
     target: Annotated[str, typer.Option(help="with --chooser: proc-latency, e2e-latency or throughput")] = (
         "proc-latency"
     ),
+    repeat: Annotated[
+        bool,
+        typer.Option(
+            "--repeat",
+            help="run corpus traces 0..n-1 again (same query, hosts and placement; ids tbr-...) to measure how "
+            "much a real label varies between two runs (write them to their own --out)",
+        ),
+    ] = False,
 ) -> None:
     """Run generated queries under placements on the REAL testbed (root) and append REAL traces (resumable)."""
     from adaptstream.costmodel.testbed.corpus import chosen_placer, run_corpus
@@ -182,6 +190,11 @@ def testbed_corpus(
         msg = f"--duration ({duration}) must exceed --warmup ({warmup}) >= 0"
         raise ConfigError(msg)
     placer, prefix = None, "tb"
+    if repeat and chooser is not None:
+        msg = "--repeat reruns corpus traces; it does not take --chooser"
+        raise ConfigError(msg)
+    if repeat:
+        prefix = "tbr"
     if chooser is not None:
         placer, prefix = chosen_placer(seed, first_query, _load_chooser(chooser, models), chooser, target), "tbx"
         prefix += chooser

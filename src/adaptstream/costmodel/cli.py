@@ -304,6 +304,40 @@ def evaluate_real(
     console.print(f"[green]report[/green] {rep.write(res, out, command, meta)}")
 
 
+@app.command("repeatability")
+@clean_errors
+def repeatability(
+    traces: Annotated[
+        Path, typer.Option(help="REAL traces holding corpus runs (tb-*) and their repeats (tbr-*, `--repeat`)")
+    ] = Path("data/costmodel_real_testbed.jsonl"),
+    out: Annotated[
+        Path | None, typer.Option(metavar="DIR", help="report directory [default: runs/costmodel-repeat-<time>]")
+    ] = None,
+    update_docs: Annotated[
+        bool, typer.Option("--update-docs", help="write the committed report in docs/results/")
+    ] = False,
+) -> None:
+    """How much a REAL label varies between two runs of the same trace: the floor for any model's q-error."""
+    import sys
+    import time
+
+    from adaptstream.bench import costmodel_repeat as rep
+    from adaptstream.bench.meta import git_revision
+    from adaptstream.outdirs import report_dir
+
+    if not traces.exists():
+        raise CostModelError(f"no traces file {traces}; record repeats with `costmodel testbed-corpus --repeat`")
+    res = rep.load(traces)
+    out = report_dir("costmodel-repeat", out, update_docs)
+    meta = {"git": git_revision(), "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    path = rep.write(res, out, "adaptstream " + " ".join(sys.argv[1:]), meta)
+    for k, d in res["regression"].items():
+        console.print(
+            f"{k}: run-to-run Q50 {d.get('q50')} over {d['n']} pairs (model floor {d.get('model_floor_q50')})"
+        )
+    console.print(f"[green]report[/green] {path}")
+
+
 @app.command("featurize")
 @clean_errors
 def featurize(

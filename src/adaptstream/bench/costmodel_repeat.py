@@ -1,0 +1,226 @@
+"""How much a REAL testbed label varies between two runs of the same trace (`adaptstream costmodel repeatability`).
+
+`costmodel testbed-corpus --repeat` runs corpus trace `tb-<seed>-<i>` again as `tbr-<seed>-<i>`: the same
+generated query, host set and placement, at another time. The q-error between the two runs' labels is the part
+of a label that the trace's features (query, hosts, placement) cannot explain, whatever the model.
+
+Floor for a model (assumption, written here so the number can be checked): if a label is ``f(x) * e`` with the
+log noise ``ln e`` independent, symmetric and the same for both runs, the log ratio of two runs has sqrt(2) times
+the spread of one run's noise, so a perfect predictor of ``f(x)`` has median q-error ``exp(ln(q_rep) / sqrt(2))``
+where ``q_rep`` is the median q-error between the two runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from adaptstream.costmodel.model import Trace, read_traces
+from adaptstream.costmodel.qerror import q_errors
+from adaptstream.errors import CostModelError
+
+REG = {"T": "throughput", "Le": "e2e_latency_ms", "Lp": "proc_latency_ms"}
+CLS = {"R_O": "backpressure", "S": "success"}
+
+
+def pairs(traces: Sequence[Trace]) -> list[tuple[Trace, Trace]]:
+    """(corpus run, repeat run) for every `tbr-*` trace whose `tb-*` original is there, in id order."""
+    by_id = {t.trace_id: t for t in traces if t.labels is not None and t.labels.origin == "real"}
+    out = []
+    for tid in sorted(by_id):
+        if tid.startswith("tbr-") and (orig := by_id.get("tb-" + tid[4:])) is not None:
+            out.append((orig, by_id[tid]))
+    return out
+
+
+def floor_for_model(q_rep: float) -> float:
+    """Median q-error of a perfect predictor under the module docstring's noise assumption."""
+    return math.exp(math.log(q_rep) / math.sqrt(2.0))
+
+
+def _label(t: Trace, field: str) -> Any:
+    return getattr(t.labels, field)
+
+
+def repeatability(traces: Sequence[Trace]) -> dict[str, Any]:
+    """Per-metric agreement of two runs of the same trace; raises when no pair is there."""
+    ps = pairs(traces)
+    if not ps:
+        msg = (
+            "no repeated traces (ids tbr-*) with their corpus original (tb-*); record them with "
+            "`costmodel testbed-corpus --repeat`"
+        )
+        raise CostModelError(msg)
+    res: dict[str, Any] = {"n_pairs": len(ps), "regression": {}, "classes": {}}
+    for short, field in REG.items():
+        both = [(_label(a, field), _label(b, field)) for a, b in ps if _label(a, "success") and _label(b, "success")]
+        both = [(x, y) for x, y in both if x is not None and y is not None and x > 0 and y > 0]
+        if not both:
+            res["regression"][short] = {"n": 0}
+            continue
+        q = q_errors([x for x, _ in both], [y for _, y in both])
+        med = float(np.median(q))
+        dl = [
+            (
+                float(a.meta["load1_before"]) - float(b.meta["load1_before"]),
+                math.log(_label(b, field) / _label(a, field)),
+            )
+            for a, b in ps
+            if _label(a, "success")
+            and _label(b, "success")
+            and _label(a, field)
+            and _label(b, field)
+            and "load1_before" in a.meta
+            and "load1_before" in b.meta
+        ]
+        res["regression"][short] = {
+            "n": len(both),
+            "q50": round(med, 3),
+            "q95": round(float(np.percentile(q, 95)), 3),
+            "model_floor_q50": round(floor_for_model(med), 3),
+            "log_ratio_median": round(float(np.median(np.log([y / x for x, y in both]))), 3),
+            "load_spearman": _spearman([d for d, _ in dl], [r for _, r in dl]),
+        }
+    for short, field in CLS.items():
+        same = [bool(_label(a, field)) == bool(_label(b, field)) for a, b in ps]
+        res["classes"][short] = {
+            "n": len(same),
+            "agreement": round(sum(same) / len(same), 3),
+            "positives_first": sum(bool(_label(a, field)) for a, _ in ps),
+            "positives_repeat": sum(bool(_label(b, field)) for _, b in ps),
+        }
+    res["load1_first"] = _loads([a for a, _ in ps])
+    res["load1_repeat"] = _loads([b for _, b in ps])
+    res["rows"] = [_row(a, b) for a, b in ps]
+    return res
+
+
+def _spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Rank correlation (ties get their mean rank); None below 5 points or when one side is constant."""
+    if len(x) < 5:
+        return None
+
+    def ranks(v: Sequence[float]) -> np.ndarray:
+        a = np.asarray(v, dtype=float)
+        order = a.argsort(kind="stable")
+        r = np.empty(len(a))
+        r[order] = np.arange(len(a), dtype=float)
+        for u in np.unique(a):
+            r[a == u] = r[a == u].mean()
+        return r
+
+    rx, ry = ranks(x), ranks(y)
+    if rx.std() == 0 or ry.std() == 0:
+        return None
+    return round(float(np.corrcoef(rx, ry)[0, 1]), 3)
+
+
+def _loads(ts: Sequence[Trace]) -> dict[str, float]:
+    xs = [float(t.meta["load1_before"]) for t in ts if "load1_before" in t.meta]
+    return {"min": min(xs), "median": statistics.median(xs), "max": max(xs)} if xs else {}
+
+
+def _row(a: Trace, b: Trace) -> dict[str, Any]:
+    r: dict[str, Any] = {"id": a.trace_id, "type": a.query.query_type, "kind": a.meta.get("placement_kind")}
+    for short, field in {**REG, **CLS}.items():
+        r[short] = [_label(a, field), _label(b, field)]
+    r["load1_before"] = [a.meta.get("load1_before"), b.meta.get("load1_before")]
+    return r
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    return repeatability(list(read_traces(path)))
+
+
+def _f(v: Any, nd: int = 2) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "y" if v else "n"
+    return f"{v:.{nd}f}" if isinstance(v, float) else str(v)
+
+
+def _ld(d: dict[str, float]) -> str:
+    return f"{d['min']:.1f}-{d['max']:.1f} (median {d['median']:.1f})" if d else "not recorded"
+
+
+def markdown(res: dict[str, Any], command: str, meta: dict[str, Any]) -> str:
+    lines = [
+        "# Costream on the REAL testbed: how much a label varies between two runs of the same trace",
+        "",
+        f"Recorded: `{command}` at git `{meta.get('git', '?')}`, {meta.get('when', '?')}. {res['n_pairs']} corpus "
+        "traces run a second time (`costmodel testbed-corpus --repeat`: same generated query, host set and "
+        f"placement). Load average before the first runs {_ld(res['load1_first'])}, before the repeats "
+        f"{_ld(res['load1_repeat'])}.",
+        "",
+        "Rule for the floor column: if a label is f(x) times independent log-symmetric noise, a perfect model's "
+        "median q-error is exp(ln(q_rep) / sqrt(2)), q_rep the median q-error between the two runs "
+        "(bench/costmodel_repeat.py).",
+        "",
+        "Load column: Spearman rank correlation between (load before the first run - load before the repeat) and "
+        "ln(repeat label / first label); a label that rises with the machine's load gives a negative value.",
+        "",
+        "| label | pairs (both succeeded) | run-to-run Q50 | run-to-run Q95 | median ln(repeat/first) | floor for a "
+        "model's Q50 | load correlation |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for k, d in res["regression"].items():
+        lines.append(
+            f"| {k} | {d['n']} | {_f(d.get('q50'))} | {_f(d.get('q95'))} | {_f(d.get('log_ratio_median'))} | "
+            f"{_f(d.get('model_floor_q50'))} | {_f(d.get('load_spearman'))} |"
+        )
+    lines += ["", "| class | pairs | same label in both runs | positives (first / repeat) |", "|---|---|---|---|"]
+    for k, d in res["classes"].items():
+        lines.append(f"| {k} | {d['n']} | {d['agreement']:.0%} | {d['positives_first']} / {d['positives_repeat']} |")
+    lines += [
+        "",
+        "## Every pair (first run / repeat)",
+        "",
+        "| trace | type | placement | T | Le ms | Lp ms | R_O | S | load before |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in res["rows"]:
+        cells = [" / ".join(_f(v, 1) for v in r[k]) for k in ("T", "Le", "Lp", "R_O", "S", "load1_before")]
+        lines.append(f"| {r['id']} | {r['type']} | {r['kind']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(res: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(12, 4))
+    for ax, short in zip(axes, REG, strict=True):
+        xy = [r[short] for r in res["rows"] if r["S"] == [True, True] and None not in r[short]]
+        xy = [(x, y) for x, y in xy if x > 0 and y > 0]
+        if xy:
+            xs, ys = zip(*xy, strict=True)
+            ax.scatter(xs, ys, s=14)
+            lo, hi = min(*xs, *ys), max(*xs, *ys)
+            ax.plot([lo, hi], [lo, hi], color="grey", lw=1)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+        ax.set_xlabel(f"{short}, first run")
+        ax.set_ylabel(f"{short}, repeat")
+        ax.set_title(f"{short}: run-to-run Q50 {_f(res['regression'][short].get('q50'))}")
+    fig.suptitle("Same trace run twice on the REAL testbed")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write(res: dict[str, Any], out: Path, command: str, meta: dict[str, Any]) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "costmodel_repeat.json").write_text(json.dumps({**res, "meta": meta}, indent=1) + "\n")
+    plot(res, out / "costmodel_repeat.png")
+    md = out / "costmodel_repeat.md"
+    md.write_text(markdown(res, command, meta))
+    return md

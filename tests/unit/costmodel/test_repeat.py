@@ -1,0 +1,75 @@
+"""Run-to-run repeatability of REAL labels: pairing of tb-/tbr- traces, q-errors, the model floor, the report."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from adaptstream.bench import costmodel_real_eval as ev
+from adaptstream.bench import costmodel_repeat as rep
+from adaptstream.costmodel.model import Labels, Trace, read_traces, write_traces
+from adaptstream.errors import CostModelError
+
+FIX = Path(__file__).resolve().parents[2] / "fixtures" / "costmodel" / "train_sample.jsonl"
+
+
+def _pair(i: int, first: Labels, again: Labels, load: tuple[float, float] = (3.0, 0.5)) -> list[Trace]:
+    t = list(read_traces(FIX))[i]
+    meta = {"query_index": i // 2, "placement_kind": "random"}
+    return [
+        Trace(f"tb-0-{i:05d}", t.query, t.hosts, t.placement, first, {**meta, "load1_before": load[0]}),
+        Trace(f"tbr-0-{i:05d}", t.query, t.hosts, t.placement, again, {**meta, "load1_before": load[1]}),
+    ]
+
+
+def _lab(t: float, le: float | None, bp: bool = False, ok: bool = True) -> Labels:
+    return Labels(t, le, None if le is None else le / 2, bp, ok, origin="real")
+
+
+def test_pairs_q_errors_and_class_agreement() -> None:
+    ts = _pair(0, _lab(10.0, 100.0), _lab(20.0, 100.0))  # T differs 2x
+    ts += _pair(1, _lab(10.0, 100.0, bp=True), _lab(10.0, 400.0, bp=False))  # Le 4x, R_O flips
+    ts += _pair(2, _lab(10.0, 100.0), _lab(0.0, None, ok=False))  # repeat failed: no regression pair
+    ts.append(Trace("tbr-0-00009", ts[0].query, ts[0].hosts, ts[0].placement, _lab(1.0, 1.0), {}))  # no original
+    res = rep.repeatability(ts)
+    assert res["n_pairs"] == 3
+    assert res["regression"]["T"]["n"] == 2
+    assert res["regression"]["T"]["q50"] == pytest.approx(1.5)  # median of 2 and 1
+    assert res["regression"]["Le"]["q50"] == pytest.approx(2.5)  # median of 1 and 4
+    assert res["classes"]["R_O"]["agreement"] == pytest.approx(2 / 3, abs=1e-3)
+    assert res["classes"]["S"]["agreement"] == pytest.approx(2 / 3, abs=1e-3)
+    assert (res["load1_first"]["median"], res["load1_repeat"]["median"]) == (3.0, 0.5)
+
+
+def test_model_floor_follows_the_written_rule() -> None:
+    assert rep.floor_for_model(1.0) == 1.0
+    assert rep.floor_for_model(2.0) == pytest.approx(math.exp(math.log(2.0) / math.sqrt(2)))
+    assert 1.0 < rep.floor_for_model(1.5) < 1.5
+
+
+def test_no_repeats_is_a_clear_error() -> None:
+    with pytest.raises(CostModelError, match="--repeat"):
+        rep.repeatability(_pair(0, _lab(1.0, 1.0), _lab(1.0, 1.0))[:1])
+
+
+def test_repeats_stay_out_of_the_corpus_and_report_is_written(tmp_path: Path) -> None:
+    ts = _pair(0, _lab(10.0, 100.0), _lab(20.0, 150.0)) + _pair(1, _lab(5.0, 50.0), _lab(5.0, 60.0))
+    write_traces(tmp_path / "t.jsonl", ts)
+    corpus, exp2 = ev.load_real(tmp_path / "t.jsonl")
+    assert [t.trace_id for t in corpus] == ["tb-0-00000", "tb-0-00001"] and not exp2
+    md = rep.write(rep.load(tmp_path / "t.jsonl"), tmp_path / "out", "cmd", {"git": "abc"})
+    text = md.read_text()
+    assert "| T | 2 | 1.50 | 1.95 |" in text and "tb-0-00001" in text
+    assert (tmp_path / "out" / "costmodel_repeat.png").stat().st_size > 0
+
+
+def test_load_correlation_sign() -> None:
+    ts: list[Trace] = []
+    for i in range(6):  # the first run's load is higher by i, its latency by 2**i: the repeat's ratio falls
+        ts += _pair(i, _lab(10.0, 100.0 * 2**i), _lab(10.0, 100.0), load=(1.0 + i, 1.0))
+    res = rep.repeatability(ts)
+    assert res["regression"]["Le"]["load_spearman"] == pytest.approx(-1.0)
+    assert res["regression"]["T"]["load_spearman"] is None  # T never changes: no correlation to speak of
+    assert rep._spearman([1, 2, 3], [3, 2, 1]) is None  # too few points

@@ -66,6 +66,15 @@ class RealEvalConfig:
     sim_cache: str | None = None  # pre-trained simulated models: reused when trained with the same settings
 
 
+def feature_signature() -> str:
+    """Changes whenever the node features change, so a cached model of other features is never reused."""
+    import hashlib
+
+    from adaptstream.costmodel.features import CATEGORICAL, NUMERIC
+
+    return hashlib.sha256(json.dumps([NUMERIC, CATEGORICAL], sort_keys=True).encode()).hexdigest()[:12]
+
+
 def base_type(qtype: str) -> str:
     return qtype.split("+")[0]
 
@@ -193,7 +202,7 @@ def train_sim(cfg: RealEvalConfig, log: Log) -> CostEnsembles | None:
         log(f"no simulated corpus at {cfg.sim_corpus}: zero-shot and fine-tuned models left out")
         return None
     key = {"sim_corpus": str(Path(cfg.sim_corpus).resolve()), "sim_train": cfg.sim_train, "seed": cfg.seed}
-    key |= {"members": cfg.sim_members, "seconds": cfg.sim_seconds}
+    key |= {"members": cfg.sim_members, "seconds": cfg.sim_seconds, "features": feature_signature()}
     if cfg.sim_cache and (Path(cfg.sim_cache) / "manifest.json").exists():
         cached = CostEnsembles.load(cfg.sim_cache)
         if cached.info.get("cache_key") == key:

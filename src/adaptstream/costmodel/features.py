@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from adaptstream.costmodel.rates import expected_rates
 from adaptstream.errors import CostModelError
 
 OP_KINDS: tuple[str, ...] = ("source", "filter", "window_agg", "window_join", "sink")
@@ -32,12 +33,13 @@ DATA_TYPES: tuple[str, ...] = ("int", "string", "double")
 _WIDTHS = ("log:tuple_width_in", "log:tuple_width_out")
 _WINDOW = ("log:window_size", "slide_ratio")
 _SEL = ("selectivity", "logsel")
+_RATE = ("log:rate_out_est",)  # expected rows/s out of the operator (costmodel/rates.py), set by build_graph
 NUMERIC: dict[str, tuple[str, ...]] = {
     "source": ("log:tuple_width_out", "log:event_rate", "n_int", "n_string", "n_double"),
-    "filter": (*_WIDTHS, *_SEL),
-    "window_agg": (*_WIDTHS, *_SEL, *_WINDOW),
-    "window_join": (*_WIDTHS, *_SEL, *_WINDOW),
-    "sink": _WIDTHS,
+    "filter": (*_WIDTHS, *_SEL, *_RATE),
+    "window_agg": (*_WIDTHS, *_SEL, *_WINDOW, *_RATE),
+    "window_join": (*_WIDTHS, *_SEL, *_WINDOW, *_RATE),
+    "sink": (*_WIDTHS, *_RATE),
     HOST: ("log:cpu", "log:ram_mb", "log:bandwidth_mbits", "log:latency_ms"),
 }
 CATEGORICAL: dict[str, tuple[str, ...]] = {
@@ -181,6 +183,7 @@ def build_graph(query: Any, hosts: Sequence[Any], placement: Mapping[str, str]) 
     numeric: dict[str, np.ndarray] = {}
     categorical: dict[str, np.ndarray] = {}
     type_index: dict[str, np.ndarray] = {}
+    rates = expected_rates(query)
     for t in NODE_TYPES:
         if t == HOST:
             rows = [_numeric_row(HOST, host_by_id[h]) for h in used_hosts]
@@ -188,7 +191,7 @@ def build_graph(query: Any, hosts: Sequence[Any], placement: Mapping[str, str]) 
             idx = [host_pos[h] for h in used_hosts]
         else:
             sel = [o for o in ops if o.kind == t]
-            rows = [_numeric_row(t, o.features) for o in sel]
+            rows = [_numeric_row(t, {**o.features, "rate_out_est": rates[o.id]}) for o in sel]
             cats = [_cat_row(t, o.features) for o in sel]
             idx = [op_pos[o.id] for o in sel]
         numeric[t] = np.asarray(rows, dtype=np.float64).reshape(len(idx), len(NUMERIC[t]))
@@ -271,6 +274,13 @@ class FeatureStats:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> FeatureStats:
+        stale = [t for t in NODE_TYPES if len(d["median"].get(t, ())) != len(NUMERIC[t])]
+        if stale:
+            msg = (
+                f"saved feature statistics do not match this version's node features ({', '.join(stale)}): the "
+                "model was trained by an older adaptstream; train it again"
+            )
+            raise CostModelError(msg)
         return cls(dict(d["median"]), dict(d["iqr"]), dict(d["vocab"]))
 
     def save(self, path: str | Path) -> None:

@@ -117,3 +117,13 @@ def test_bad_placement_is_a_clean_error() -> None:
         build_graph(linear_query(), HOSTS, {"s": "edge"})
     with pytest.raises(CostModelError, match="unknown host"):
         build_graph(linear_query(), HOSTS, {**PLACE_LIN, "k": "mars"})
+
+
+def test_stats_of_other_features_are_refused(tmp_path) -> None:
+    from adaptstream.errors import CostModelError
+
+    g = build_graph(join_query(), HOSTS, {"s1": "edge", "s2": "edge", "f": "fog", "j": "fog", "k": "cloud"})
+    d = FeatureStats.fit([g]).to_dict()
+    d["median"]["filter"] = d["median"]["filter"][:-1]  # a model saved before a feature was added
+    with pytest.raises(CostModelError, match="train it again"):
+        FeatureStats.from_dict(d)

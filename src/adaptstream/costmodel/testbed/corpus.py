@@ -285,9 +285,9 @@ def warm_up_agents(
 
 
 def _rates_out(query: QueryGraph, params: dict[str, Any]) -> dict[str, float]:
-    from adaptstream.costmodel.testbed.placement import _rates
+    from adaptstream.costmodel.testbed.placement import nominal_rates
 
-    return _rates(query, {k: float(v["rate"]) for k, v in params.items() if v["kind"] == "source"})
+    return nominal_rates(query, {k: float(v["rate"]) for k, v in params.items() if v["kind"] == "source"})
 
 
 #: chooses trace i's query and placement: (query, params, placement, kind, extra meta)

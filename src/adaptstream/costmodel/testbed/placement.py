@@ -26,7 +26,7 @@ WINDOW_S = (0.25, 16.0)
 FILTER_MOD = 10007
 
 
-def _rates(query: QueryGraph, rate_of: dict[str, float]) -> dict[str, float]:
+def nominal_rates(query: QueryGraph, rate_of: dict[str, float]) -> dict[str, float]:
     """Expected output rate per operator (selectivities applied; joins and aggs approximate)."""
     out: dict[str, float] = {}
     for op in query.topological_order():
@@ -50,7 +50,7 @@ def realise(query: QueryGraph) -> tuple[QueryGraph, dict[str, dict[str, Any]]]:
     rate_of = {
         op.id: min(MAX_RATE, float(op.feature("event_rate", 100.0))) for op in query.operators if op.kind == "source"
     }
-    rates = _rates(query, rate_of)
+    rates = nominal_rates(query, rate_of)
     ops: list[Operator] = []
     params: dict[str, dict[str, Any]] = {}
     for i, op in enumerate(query.topological_order()):

@@ -1,0 +1,63 @@
+"""Expected operator output rates (the GNN's rate feature): filters, interval joins, grouped windows."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from adaptstream.costmodel.features import NUMERIC, build_graph
+from adaptstream.costmodel.model import Host, Operator, QueryGraph
+from adaptstream.costmodel.rates import expected_rates
+
+
+def _src(i: str, rate: float) -> Operator:
+    return Operator(i, "source", {"event_rate": rate, "tuple_width_out": 3})
+
+
+def test_filter_then_sink_passes_the_selected_share() -> None:
+    q = QueryGraph(
+        "q",
+        (_src("s", 400.0), Operator("f", "filter", {"selectivity": 0.25}), Operator("k", "sink", {})),
+        (("s", "f"), ("f", "k")),
+    )
+    assert expected_rates(q) == {"s": 400.0, "f": 100.0, "k": 100.0}
+
+
+def test_source_rates_are_capped_as_the_testbed_runs_them() -> None:
+    q = QueryGraph("q", (_src("s", 1e6), Operator("k", "sink", {})), (("s", "k"),))
+    assert expected_rates(q)["k"] == 2000.0
+
+
+def test_interval_join_and_grouped_window() -> None:
+    join = {"selectivity": 0.01, "window_size": 2.0, "window_slide": 2.0, "window_policy": "time"}
+    agg = {"selectivity": 0.5, "window_size": 4.0, "window_slide": 1.0, "window_policy": "time"}
+    q = QueryGraph(
+        "q",
+        (
+            _src("a", 10.0),
+            _src("b", 20.0),
+            Operator("j", "window_join", join),
+            Operator("g", "window_agg", agg),
+            Operator("k", "sink", {}),
+        ),
+        (("a", "j"), ("b", "j"), ("j", "g"), ("g", "k")),
+    )
+    r = expected_rates(q)
+    assert r["j"] == pytest.approx(10 * 20 * 2 * 2.0 * 0.01)  # +-window interval, 1/selectivity keys
+    # groups sized from the nominal join rate (10*20*2*0.01 = 4/s): round(0.5 * 4 * 4) = 8 keys; 8/s * 4 s rows
+    groups, rows = 8, r["j"] * 4.0
+    assert r["g"] == pytest.approx(groups * (1 - math.exp(-rows / groups)) / 1.0)
+    assert r["k"] == r["g"]
+
+
+def test_build_graph_carries_the_rate_feature() -> None:
+    q = QueryGraph(
+        "q",
+        (_src("s", 400.0), Operator("f", "filter", {"selectivity": 0.25}), Operator("k", "sink", {})),
+        (("s", "f"), ("f", "k")),
+    )
+    g = build_graph(q, [Host("h0", 50, 1024, 10, 1.0, "small")], {"s": "h0", "f": "h0", "k": "h0"})
+    col = NUMERIC["filter"].index("log:rate_out_est")
+    assert g.numeric["filter"][0, col] == pytest.approx(math.log1p(100.0))
+    assert g.numeric["sink"][0, NUMERIC["sink"].index("log:rate_out_est")] == pytest.approx(math.log1p(100.0))

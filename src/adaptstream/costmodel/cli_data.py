@@ -171,6 +171,17 @@ def testbed_corpus(
     target: Annotated[str, typer.Option(help="with --chooser: proc-latency, e2e-latency or throughput")] = (
         "proc-latency"
     ),
+    label: Annotated[
+        str | None,
+        typer.Option(
+            help="with --chooser: the name its runs are recorded under (default: the chooser's name); give a new "
+            "one when the model changed, so its runs are not mixed with an older model's"
+        ),
+    ] = None,
+    types: Annotated[
+        str | None,
+        typer.Option(help="with --chooser: only queries of these base types, e.g. 2-way-join,3-way-join"),
+    ] = None,
     repeat: Annotated[
         bool,
         typer.Option(
@@ -195,9 +206,19 @@ def testbed_corpus(
         raise ConfigError(msg)
     if repeat:
         prefix = "tbr"
+    only = None
+    if (label is not None or types is not None) and chooser is None:
+        msg = "--label and --types go with --chooser"
+        raise ConfigError(msg)
     if chooser is not None:
-        placer, prefix = chosen_placer(seed, first_query, _load_chooser(chooser, models), chooser, target), "tbx"
-        prefix += chooser
+        name = label or chooser
+        if not name.replace("-", "").replace("_", "").isalnum():
+            msg = f"--label must be letters, digits, - or _, got {name!r}"
+            raise ConfigError(msg)
+        placer = chosen_placer(seed, first_query, _load_chooser(chooser, models), name, target)
+        prefix = "tbx" + name
+        if types is not None:
+            only = _pairs_of_types(seed, first_query, n, types)
     if specs != parse_hosts(DEFAULT_HOSTS):
         prefix += "." + host_tag(specs)  # another host set: its own ids, so resuming never mixes host sets
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -212,8 +233,28 @@ def testbed_corpus(
         log=lambda s: typer.echo(s),
         placer=placer,
         id_prefix=prefix,
+        only=only,
     )
     typer.echo(f"wrote {written} real traces to {out}")
+
+
+def _pairs_of_types(seed: int, first_query: int, n: int, types: str) -> list[int]:
+    """Trace indices (pairs 2k, 2k+1 of Exp. 2) whose query, first_query + k, has one of the base types."""
+    from adaptstream.costmodel.testbed.corpus import query_for
+    from adaptstream.costmodel.testbed.placement import realise
+    from adaptstream.errors import ConfigError
+
+    valid = ("linear", "2-way-join", "3-way-join")
+    want = {t.strip() for t in types.split(",") if t.strip()}
+    if not want or want - set(valid):
+        msg = f"--types takes base query types from: {', '.join(valid)}; got {types!r}"
+        raise ConfigError(msg)
+    keep = []
+    for k in range(n // 2):
+        q, _ = realise(query_for(seed, first_query + k))
+        if q.query_type.split("+")[0] in want:
+            keep += [2 * k, 2 * k + 1]
+    return keep
 
 
 def _load_chooser(name: str, models: Path) -> Any:

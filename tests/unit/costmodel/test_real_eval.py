@@ -150,3 +150,18 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(tmp_path: P
     assert placement_violations(q, HOSTS, placement) == []
     with pytest.raises(Exception, match="valid choices: gnn, flat"):
         _load_chooser("best", tmp_path / "models")
+
+
+def test_exp2_type_filter_keeps_whole_pairs_of_the_named_types() -> None:
+    from adaptstream.costmodel.cli_data import _pairs_of_types
+    from adaptstream.errors import ConfigError
+
+    idx = _pairs_of_types(0, 1000, 20, "2-way-join,3-way-join")
+    assert idx and all(idx[k] % 2 == 0 and idx[k + 1] == idx[k] + 1 for k in range(0, len(idx), 2))
+    for i in idx[::2]:
+        q, _ = realise(query_for(0, 1000 + i // 2))
+        assert q.query_type.split("+")[0] in ("2-way-join", "3-way-join")
+    linear = _pairs_of_types(0, 1000, 20, "linear")
+    assert sorted(idx + linear) == list(range(20))
+    with pytest.raises(ConfigError, match="linear, 2-way-join, 3-way-join"):
+        _pairs_of_types(0, 1000, 20, "4-way-join")

@@ -203,11 +203,15 @@ def train_sim(cfg: RealEvalConfig, log: Log) -> CostEnsembles | None:
         return None
     key = {"sim_corpus": str(Path(cfg.sim_corpus).resolve()), "sim_train": cfg.sim_train, "seed": cfg.seed}
     key |= {"members": cfg.sim_members, "seconds": cfg.sim_seconds, "features": feature_signature()}
-    if cfg.sim_cache and (Path(cfg.sim_cache) / "manifest.json").exists():
-        cached = CostEnsembles.load(cfg.sim_cache)
-        if cached.info.get("cache_key") == key:
-            log(f"pre-trained SIMULATED models reused from {cfg.sim_cache}")
-            return cached
+    manifest = Path(cfg.sim_cache) / "manifest.json" if cfg.sim_cache else None
+    # compare the key before loading: models of other features cannot even be loaded
+    if (
+        manifest is not None
+        and manifest.exists()
+        and json.loads(manifest.read_text()).get("info", {}).get("cache_key") == key
+    ):
+        log(f"pre-trained SIMULATED models reused from {cfg.sim_cache}")
+        return CostEnsembles.load(str(cfg.sim_cache))
     sp = load_corpus(cfg.sim_corpus)
     tr = subsample(GraphDataset.from_traces(sp["train"]), cfg.sim_train, cfg.seed)
     va = subsample(GraphDataset.from_traces(sp["val"]), max(200, cfg.sim_train // 8), cfg.seed)

@@ -41,8 +41,20 @@ def _changed(a: torch.Tensor, b: torch.Tensor, node: int) -> bool:
     return not torch.allclose(a[node], b[node], atol=1e-7)
 
 
+def _source_width(width: int):
+    """linear_query with another source tuple width: a source-only change (the expected-rate feature that every
+    operator carries does not depend on it, so only message passing can carry it downstream)."""
+    from dataclasses import replace
+
+    q = linear_query()
+    ops = tuple(
+        replace(o, features={**o.features, "tuple_width_out": width}) if o.kind == "source" else o for o in q.operators
+    )
+    return replace(q, operators=ops)
+
+
 def test_source_change_reaches_sink_in_one_ordered_pass() -> None:
-    lo, hi = _states(GNNConfig(hidden=16), [linear_query(rate=100), linear_query(rate=25600)])
+    lo, hi = _states(GNNConfig(hidden=16), [_source_width(2), _source_width(60)])
     assert _changed(lo, hi, SINK)
     # contrast: the sink's own host state does not carry the source (it is only on the data-flow path)
     assert not _changed(lo, hi, CLOUD)
@@ -52,7 +64,7 @@ def test_one_traditional_round_does_not_reach_the_sink() -> None:
     # contrast: one synchronous round moves information one hop only; the sink is 4 hops from the source
     lo, hi = _states(
         GNNConfig(hidden=16, message_passing="traditional", traditional_rounds=1),
-        [linear_query(rate=100), linear_query(rate=25600)],
+        [_source_width(2), _source_width(60)],
     )
     assert not _changed(lo, hi, SINK)
     assert _changed(lo, hi, F1)  # the direct neighbour does change

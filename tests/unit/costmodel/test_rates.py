@@ -61,3 +61,23 @@ def test_build_graph_carries_the_rate_feature() -> None:
     col = NUMERIC["filter"].index("log:rate_out_est")
     assert g.numeric["filter"][0, col] == pytest.approx(math.log1p(100.0))
     assert g.numeric["sink"][0, NUMERIC["sink"].index("log:rate_out_est")] == pytest.approx(math.log1p(100.0))
+
+
+def test_throughput_is_learned_around_the_expected_rate() -> None:
+    from dataclasses import replace
+
+    import numpy as np
+
+    from adaptstream.costmodel.train import TrainConfig, log_prior
+
+    q = QueryGraph(
+        "q",
+        (_src("s", 400.0), Operator("f", "filter", {"selectivity": 0.25}), Operator("k", "sink", {})),
+        (("s", "f"), ("f", "k")),
+    )
+    g = build_graph(q, [Host("h0", 50, 1024, 10, 1.0, "small")], {"s": "h0", "f": "h0", "k": "h0"})
+    t = TrainConfig(metric="throughput")
+    assert log_prior([g], t) == pytest.approx([math.log1p(100.0)])
+    assert log_prior([g], replace(t, prior="none")).tolist() == [0.0]
+    assert log_prior([g], replace(t, metric="proc_latency_ms")).tolist() == [0.0]  # latencies: no prior
+    assert isinstance(log_prior([], t), np.ndarray)

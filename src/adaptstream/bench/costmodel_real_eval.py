@@ -203,6 +203,7 @@ def train_sim(cfg: RealEvalConfig, log: Log) -> CostEnsembles | None:
         return None
     key = {"sim_corpus": str(Path(cfg.sim_corpus).resolve()), "sim_train": cfg.sim_train, "seed": cfg.seed}
     key |= {"members": cfg.sim_members, "seconds": cfg.sim_seconds, "features": feature_signature()}
+    key |= {"prior": TrainConfig().prior}
     manifest = Path(cfg.sim_cache) / "manifest.json" if cfg.sim_cache else None
     # compare the key before loading: models of other features cannot even be loaded
     if (

@@ -289,7 +289,7 @@ class TrainedModel:
         except Exception as exc:  # a corrupt or foreign file
             msg = f"cannot read model checkpoint {p}: {exc}"
             raise CostModelError(msg) from exc
-        cfg = TrainConfig(**ck["train_config"])
+        cfg = TrainConfig(**{"prior": "none", **ck["train_config"]})  # saved before priors existed: none
         stats = FeatureStats.from_dict(ck["stats"])
         model = CostGNN(stats, cfg.gnn_config())
         model.load_state_dict(ck["state_dict"])

@@ -182,6 +182,25 @@ def test_costmodel_train_missing_corpus_exits_1(capsys, tmp_path):
     assert code == 1 and "no corpus" in out and "Traceback" not in out
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("--repeat", "--chooser", "gnn"), "does not take --chooser"),
+        (("--label", "x"), "go with --chooser"),
+        (("--types", "linear"), "go with --chooser"),
+    ],
+)
+def test_testbed_corpus_option_mistakes_fail_before_the_testbed(capsys, tmp_path, args, says):
+    code, out = invoke(capsys, "costmodel", "testbed-corpus", "--out", str(tmp_path / "t.jsonl"), *args)
+    assert code in (1, 2) and says in out and "Traceback" not in out
+    assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_repeatability_without_repeats_exits_1(capsys, tmp_path):
+    code, out = invoke(capsys, "costmodel", "repeatability", "--traces", str(tmp_path / "none.jsonl"))
+    assert code == 1 and "--repeat" in out and "Traceback" not in out
+
+
 def test_bench_report_only_needs_a_report(capsys):
     code, out = invoke(capsys, "bench", "lmstream", "--report-only")
     assert code == 2 and "--report-only" in out and "Traceback" not in out

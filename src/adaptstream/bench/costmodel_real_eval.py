@@ -312,8 +312,10 @@ def host_set(t: Trace) -> str:
     return ",".join(h.category or h.id for h in t.hosts)
 
 
-def hostset_speedups(traces: Sequence[Trace]) -> dict[str, Any]:
-    """Exp. 2 per host set, with how heterogeneous it is (largest / smallest host CPU and bandwidth)."""
+def hostset_speedups(traces: Sequence[Trace], chooser: str = "gnn") -> dict[str, Any]:
+    """Exp. 2 of one chooser per host set, with how heterogeneous it is (largest / smallest host CPU and
+    bandwidth); other choosers' runs are left out so that a set's medians are one model's."""
+    traces = [t for t in traces if str(t.meta.get("chooser", "")) == chooser]
     out: dict[str, Any] = {}
     valid: dict[str, list[tuple[int, float]]] = {}  # (query, speed-up) of the pairs where both runs succeeded
     for hs in sorted({host_set(t) for t in traces}):
@@ -367,12 +369,16 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
         "cv": cv,
         "corpus_hosts": sets[0],
         "exp2": exp2_speedups(main_exp2),
-        "exp2_load1": _loads(main_exp2) if main_exp2 else None,
+        "exp2_load1": {c: _loads([t for t in main_exp2 if t.meta.get("chooser") == c]) for c in _choosers(main_exp2)},
         "exp2_hostsets": hostset_speedups(exp2),
         "seconds": round(time.monotonic() - t0, 1),
         "load1_now": round(os.getloadavg()[0], 2),
     }
     return res
+
+
+def _choosers(ts: Sequence[Trace]) -> list[str]:
+    return sorted({str(t.meta.get("chooser", "")) for t in ts})
 
 
 def _loads(ts: Sequence[Trace]) -> dict[str, float]:

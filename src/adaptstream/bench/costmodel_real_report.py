@@ -148,7 +148,7 @@ def write(res: dict[str, Any], out: Path, command: str, meta: dict[str, Any]) ->
         lines.append("No Exp. 2 runs recorded (`costmodel testbed-corpus --chooser gnn`): not measured.")
     for chooser, per_type in sorted(res["exp2"].items()):
         lines += [
-            f"Chooser `{chooser}` (load average {_loads(res.get('exp2_load1') or {})}):",
+            f"Chooser `{chooser}` (load average {_loads((res.get('exp2_load1') or {}).get(chooser) or {})}):",
             "",
             "| query type | queries | both succeeded | median speed-up | speed-ups |",
             "|---|---|---|---|---|",

@@ -165,3 +165,15 @@ def test_exp2_type_filter_keeps_whole_pairs_of_the_named_types() -> None:
     assert sorted(idx + linear) == list(range(20))
     with pytest.raises(ConfigError, match="linear, 2-way-join, 3-way-join"):
         _pairs_of_types(0, 1000, 20, "4-way-join")
+
+
+def test_hostset_medians_are_one_choosers() -> None:
+    ts = [_exp2_trace(0, "initial", 900.0), _exp2_trace(0, "gnn", 300.0)]
+    other = []
+    for t in (_exp2_trace(1, "initial", 900.0), _exp2_trace(1, "gnn", 100.0)):  # recorded under another label
+        kind = "gnnrate" if t.meta["placement_kind"] == "gnn" else "initial"
+        meta = {**t.meta, "chooser": "gnnrate", "placement_kind": kind}
+        other.append(Trace(t.trace_id.replace("tbxgnn", "tbxgnnrate"), t.query, t.hosts, t.placement, t.labels, meta))
+    sets = ev.hostset_speedups(ts + other)
+    assert sets["small,large"]["median_all"] == 3.0 and sets["small,large"]["n_valid"] == 1
+    assert ev.hostset_speedups(ts + other, chooser="gnnrate")["small,large"]["median_all"] == 9.0

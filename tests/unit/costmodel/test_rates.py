@@ -15,6 +15,18 @@ def _src(i: str, rate: float) -> Operator:
     return Operator(i, "source", {"event_rate": rate, "tuple_width_out": 3})
 
 
+def _placed(q: QueryGraph):
+    return build_graph(q, [Host("h0", 50, 1024, 10, 1.0, "small")], {"s": "h0", "f": "h0", "k": "h0"})
+
+
+def _filter_query() -> QueryGraph:
+    return QueryGraph(
+        "q",
+        (_src("s", 400.0), Operator("f", "filter", {"selectivity": 0.25}), Operator("k", "sink", {})),
+        (("s", "f"), ("f", "k")),
+    )
+
+
 def test_filter_then_sink_passes_the_selected_share() -> None:
     q = QueryGraph(
         "q",
@@ -57,7 +69,7 @@ def test_build_graph_carries_the_rate_feature() -> None:
         (_src("s", 400.0), Operator("f", "filter", {"selectivity": 0.25}), Operator("k", "sink", {})),
         (("s", "f"), ("f", "k")),
     )
-    g = build_graph(q, [Host("h0", 50, 1024, 10, 1.0, "small")], {"s": "h0", "f": "h0", "k": "h0"})
+    g = _placed(q)
     col = NUMERIC["filter"].index("log:rate_out_est")
     assert g.numeric["filter"][0, col] == pytest.approx(math.log1p(100.0))
     assert g.numeric["sink"][0, NUMERIC["sink"].index("log:rate_out_est")] == pytest.approx(math.log1p(100.0))
@@ -75,7 +87,7 @@ def test_throughput_is_learned_around_the_expected_rate() -> None:
         (_src("s", 400.0), Operator("f", "filter", {"selectivity": 0.25}), Operator("k", "sink", {})),
         (("s", "f"), ("f", "k")),
     )
-    g = build_graph(q, [Host("h0", 50, 1024, 10, 1.0, "small")], {"s": "h0", "f": "h0", "k": "h0"})
+    g = _placed(q)
     t = TrainConfig(metric="throughput")
     assert log_prior([g], t) == pytest.approx([math.log1p(100.0)])
     assert log_prior([g], replace(t, prior="none")).tolist() == [0.0]

@@ -28,11 +28,7 @@ def _filter_query() -> QueryGraph:
 
 
 def test_filter_then_sink_passes_the_selected_share() -> None:
-    q = QueryGraph(
-        "q",
-        (_src("s", 400.0), Operator("f", "filter", {"selectivity": 0.25}), Operator("k", "sink", {})),
-        (("s", "f"), ("f", "k")),
-    )
+    q = _filter_query()
     assert expected_rates(q) == {"s": 400.0, "f": 100.0, "k": 100.0}
 
 
@@ -64,11 +60,7 @@ def test_interval_join_and_grouped_window() -> None:
 
 
 def test_build_graph_carries_the_rate_feature() -> None:
-    q = QueryGraph(
-        "q",
-        (_src("s", 400.0), Operator("f", "filter", {"selectivity": 0.25}), Operator("k", "sink", {})),
-        (("s", "f"), ("f", "k")),
-    )
+    q = _filter_query()
     g = _placed(q)
     col = NUMERIC["filter"].index("log:rate_out_est")
     assert g.numeric["filter"][0, col] == pytest.approx(math.log1p(100.0))
@@ -82,11 +74,7 @@ def test_throughput_is_learned_around_the_expected_rate() -> None:
 
     from adaptstream.costmodel.train import TrainConfig, log_prior
 
-    q = QueryGraph(
-        "q",
-        (_src("s", 400.0), Operator("f", "filter", {"selectivity": 0.25}), Operator("k", "sink", {})),
-        (("s", "f"), ("f", "k")),
-    )
+    q = _filter_query()
     g = _placed(q)
     t = TrainConfig(metric="throughput")
     assert log_prior([g], t) == pytest.approx([math.log1p(100.0)])

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from adaptstream.bench.meta import load_range
 from adaptstream.costmodel.ensemble import CostEnsembles, MetricEnsemble
 from adaptstream.costmodel.model import Trace, read_traces
 from adaptstream.costmodel.qerror import balanced_accuracy, q_summary
@@ -202,8 +203,8 @@ def train_sim(cfg: RealEvalConfig, log: Log) -> CostEnsembles | None:
         log(f"no simulated corpus at {cfg.sim_corpus}: zero-shot and fine-tuned models left out")
         return None
     key = {"sim_corpus": str(Path(cfg.sim_corpus).resolve()), "sim_train": cfg.sim_train, "seed": cfg.seed}
-    key |= {"members": cfg.sim_members, "seconds": cfg.sim_seconds, "features": feature_signature()}
-    key |= {"prior": TrainConfig().prior}
+    key |= {"members": cfg.sim_members, "seconds": cfg.sim_seconds}
+    key |= {"features": feature_signature(), "prior": TrainConfig().prior}
     manifest = Path(cfg.sim_cache) / "manifest.json" if cfg.sim_cache else None
     # compare the key before loading: models of other features cannot even be loaded
     if (
@@ -331,7 +332,7 @@ def hostset_speedups(traces: Sequence[Trace], chooser: str = "gnn") -> dict[str,
             "speedups": per,
             "median_all": _median([x for _, x in valid[hs]]),
             "n_valid": len(valid[hs]),
-            "load1": _loads(sub),
+            "load1": load_range(sub),
         }
     # the same queries on every host set: the fair comparison across sets
     common = set.intersection(*({q for q, _ in v} for v in valid.values())) if valid else set()
@@ -354,6 +355,7 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
     log(f"{len(corpus)} real corpus traces, {len(exp2)} Exp. 2 traces from {cfg.traces}")
     sets = statistics.multimode(host_set(t) for t in corpus)
     main_exp2 = [t for t in exp2 if host_set(t) == sets[0]]  # the targets judge the corpus' own host set
+    choosers = sorted({str(t.meta.get("chooser", "")) for t in main_exp2})
     sim = train_sim(cfg, log)
     cv = cross_validate(corpus, sim, cfg, log)
     models = final_models(corpus, sim, cfg, models_dir)
@@ -365,25 +367,16 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
         "by_type": {bt: sum(base_type(t.query.query_type) == bt for t in corpus) for bt in BASE_TYPES},
         "success_share": round(sum(bool(t.labels and t.labels.success) for t in corpus) / len(corpus), 3),
         "backpressure_share": round(sum(bool(t.labels and t.labels.backpressure) for t in corpus) / len(corpus), 3),
-        "load1": _loads(corpus),
+        "load1": load_range(corpus),
         "cv": cv,
         "corpus_hosts": sets[0],
         "exp2": exp2_speedups(main_exp2),
-        "exp2_load1": {c: _loads([t for t in main_exp2 if t.meta.get("chooser") == c]) for c in _choosers(main_exp2)},
+        "exp2_load1": {c: load_range([t for t in main_exp2 if t.meta.get("chooser") == c]) for c in choosers},
         "exp2_hostsets": hostset_speedups(exp2),
         "seconds": round(time.monotonic() - t0, 1),
         "load1_now": round(os.getloadavg()[0], 2),
     }
     return res
-
-
-def _choosers(ts: Sequence[Trace]) -> list[str]:
-    return sorted({str(t.meta.get("chooser", "")) for t in ts})
-
-
-def _loads(ts: Sequence[Trace]) -> dict[str, float]:
-    xs = [float(t.meta["load1_before"]) for t in ts if "load1_before" in t.meta]
-    return {"min": min(xs), "median": statistics.median(xs), "max": max(xs)} if xs else {}
 
 
 def write_json(res: dict[str, Any], path: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from adaptstream.bench.costmodel_real_eval import BASE_TYPES, MODELS
+from adaptstream.bench.meta import load_text
 
 Q_TARGET = 1.5
 ACC_TARGET = 0.90
@@ -120,7 +121,7 @@ def write(res: dict[str, Any], out: Path, command: str, meta: dict[str, Any]) ->
         "and under the heuristic initial placement, on the testbed (Spark standalone workers in cgroups and "
         "network namespaces with tbf links, hosts small/medium/large; docs/testbed.md). Success "
         f"{res['success_share']:.0%}, backpressure {res['backpressure_share']:.0%}; load average before the runs "
-        f"{_loads(res['load1'])}.",
+        f"{load_text(res['load1'])}.",
         "",
         "## Targets",
         "",
@@ -148,7 +149,7 @@ def write(res: dict[str, Any], out: Path, command: str, meta: dict[str, Any]) ->
         lines.append("No Exp. 2 runs recorded (`costmodel testbed-corpus --chooser gnn`): not measured.")
     for chooser, per_type in sorted(res["exp2"].items()):
         lines += [
-            f"Chooser `{chooser}` (load average {_loads((res.get('exp2_load1') or {}).get(chooser) or {})}):",
+            f"Chooser `{chooser}` (load average {load_text((res.get('exp2_load1') or {}).get(chooser) or {})}):",
             "",
             "| query type | queries | both succeeded | median speed-up | speed-ups |",
             "|---|---|---|---|---|",
@@ -185,13 +186,9 @@ def _heterogeneity(res: dict[str, Any]) -> list[str]:
                 f"| {hs} ({chooser}) | {d['cpu_ratio']:g} | {d['bandwidth_ratio']:g} | "
                 + " | ".join(cells)
                 + f" | {_f(d['median_all'])} ({d['n_valid']}) | {_f(d['median_common'])} ({d['n_common']})"
-                + f" | {_loads(d['load1'])} |"
+                + f" | {load_text(d['load1'])} |"
             )
     return [*lines, ""]
-
-
-def _loads(d: dict[str, float]) -> str:
-    return f"{d['min']:.1f}-{d['max']:.1f} (median {d['median']:.1f})" if d else "not recorded"
 
 
 def _plot(res: dict[str, Any], path: Path) -> None:

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from adaptstream.bench.meta import load_range, load_text
 from adaptstream.costmodel.model import Trace, read_traces
 from adaptstream.costmodel.qerror import q_errors
 from adaptstream.errors import CostModelError
@@ -48,6 +48,12 @@ def _label(t: Trace, field: str) -> Any:
     return getattr(t.labels, field)
 
 
+def _positive(t: Trace, field: str) -> bool:
+    """A successful run with a positive value of ``field`` (a q-error needs two)."""
+    v = _label(t, field)
+    return bool(_label(t, "success")) and v is not None and v > 0
+
+
 def repeatability(traces: Sequence[Trace]) -> dict[str, Any]:
     """Per-metric agreement of two runs of the same trace; raises when no pair is there."""
     ps = pairs(traces)
@@ -59,25 +65,17 @@ def repeatability(traces: Sequence[Trace]) -> dict[str, Any]:
         raise CostModelError(msg)
     res: dict[str, Any] = {"n_pairs": len(ps), "regression": {}, "classes": {}}
     for short, field in REG.items():
-        both = [(_label(a, field), _label(b, field)) for a, b in ps if _label(a, "success") and _label(b, "success")]
-        both = [(x, y) for x, y in both if x is not None and y is not None and x > 0 and y > 0]
+        kept = [(a, b) for a, b in ps if _positive(a, field) and _positive(b, field)]
+        both = [(_label(a, field), _label(b, field)) for a, b in kept]
         if not both:
             res["regression"][short] = {"n": 0}
             continue
         q = q_errors([x for x, _ in both], [y for _, y in both])
         med = float(np.median(q))
         dl = [
-            (
-                float(a.meta["load1_before"]) - float(b.meta["load1_before"]),
-                math.log(_label(b, field) / _label(a, field)),
-            )
-            for a, b in ps
-            if _label(a, "success")
-            and _label(b, "success")
-            and _label(a, field)
-            and _label(b, field)
-            and "load1_before" in a.meta
-            and "load1_before" in b.meta
+            (float(a.meta["load1_before"]) - float(b.meta["load1_before"]), math.log(y / x))
+            for (a, b), (x, y) in zip(kept, both, strict=True)
+            if "load1_before" in a.meta and "load1_before" in b.meta
         ]
         res["regression"][short] = {
             "n": len(both),
@@ -95,8 +93,8 @@ def repeatability(traces: Sequence[Trace]) -> dict[str, Any]:
             "positives_first": sum(bool(_label(a, field)) for a, _ in ps),
             "positives_repeat": sum(bool(_label(b, field)) for _, b in ps),
         }
-    res["load1_first"] = _loads([a for a, _ in ps])
-    res["load1_repeat"] = _loads([b for _, b in ps])
+    res["load1_first"] = load_range([a for a, _ in ps])
+    res["load1_repeat"] = load_range([b for _, b in ps])
     res["rows"] = [_row(a, b) for a, b in ps]
     return res
 
@@ -121,11 +119,6 @@ def _spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
     return round(float(np.corrcoef(rx, ry)[0, 1]), 3)
 
 
-def _loads(ts: Sequence[Trace]) -> dict[str, float]:
-    xs = [float(t.meta["load1_before"]) for t in ts if "load1_before" in t.meta]
-    return {"min": min(xs), "median": statistics.median(xs), "max": max(xs)} if xs else {}
-
-
 def _row(a: Trace, b: Trace) -> dict[str, Any]:
     r: dict[str, Any] = {"id": a.trace_id, "type": a.query.query_type, "kind": a.meta.get("placement_kind")}
     for short, field in {**REG, **CLS}.items():
@@ -146,18 +139,14 @@ def _f(v: Any, nd: int = 2) -> str:
     return f"{v:.{nd}f}" if isinstance(v, float) else str(v)
 
 
-def _ld(d: dict[str, float]) -> str:
-    return f"{d['min']:.1f}-{d['max']:.1f} (median {d['median']:.1f})" if d else "not recorded"
-
-
 def markdown(res: dict[str, Any], command: str, meta: dict[str, Any]) -> str:
     lines = [
         "# Costream on the REAL testbed: how much a label varies between two runs of the same trace",
         "",
         f"Recorded: `{command}` at git `{meta.get('git', '?')}`, {meta.get('when', '?')}. {res['n_pairs']} corpus "
         "traces run a second time (`costmodel testbed-corpus --repeat`: same generated query, host set and "
-        f"placement). Load average before the first runs {_ld(res['load1_first'])}, before the repeats "
-        f"{_ld(res['load1_repeat'])}.",
+        f"placement). Load average before the first runs {load_text(res['load1_first'])}, before the repeats "
+        f"{load_text(res['load1_repeat'])}.",
         "",
         "Rule for the floor column: if a label is f(x) times independent log-symmetric noise, a perfect model's "
         "median q-error is exp(ln(q_rep) / sqrt(2)), q_rep the median q-error between the two runs "

@@ -7,13 +7,27 @@ from __future__ import annotations
 
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[3]
+
+
+def load_range(items: Iterable[Any]) -> dict[str, float]:
+    """Min / median / max of the 1-minute load average recorded before each item's run (``meta["load1_before"]``,
+    as real cost-model traces keep it); {} when none recorded it."""
+    xs = [float(t.meta["load1_before"]) for t in items if "load1_before" in t.meta]
+    return {"min": min(xs), "median": statistics.median(xs), "max": max(xs)} if xs else {}
+
+
+def load_text(d: dict[str, float]) -> str:
+    """A :func:`load_range` as report text."""
+    return f"{d['min']:.1f}-{d['max']:.1f} (median {d['median']:.1f})" if d else "not recorded"
 
 
 def git_revision() -> str:

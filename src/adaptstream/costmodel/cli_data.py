@@ -240,19 +240,19 @@ def testbed_corpus(
 
 def _pairs_of_types(seed: int, first_query: int, n: int, types: str) -> list[int]:
     """Trace indices (pairs 2k, 2k+1 of Exp. 2) whose query, first_query + k, has one of the base types."""
+    from adaptstream.bench.costmodel_real_eval import BASE_TYPES, base_type
     from adaptstream.costmodel.testbed.corpus import query_for
     from adaptstream.costmodel.testbed.placement import realise
     from adaptstream.errors import ConfigError
 
-    valid = ("linear", "2-way-join", "3-way-join")
     want = {t.strip() for t in types.split(",") if t.strip()}
-    if not want or want - set(valid):
-        msg = f"--types takes base query types from: {', '.join(valid)}; got {types!r}"
+    if not want or want - set(BASE_TYPES):
+        msg = f"--types takes base query types from: {', '.join(BASE_TYPES)}; got {types!r}"
         raise ConfigError(msg)
     keep = []
     for k in range(n // 2):
         q, _ = realise(query_for(seed, first_query + k))
-        if q.query_type.split("+")[0] in want:
+        if base_type(q.query_type) in want:
             keep += [2 * k, 2 * k + 1]
     return keep
 

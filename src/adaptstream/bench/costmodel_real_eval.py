@@ -65,6 +65,7 @@ class RealEvalConfig:
     real_seconds: float = 8.0
     seed: int = 0
     sim_cache: str | None = None  # pre-trained simulated models: reused when trained with the same settings
+    bp_rule: str = "lag-growth"  # backpressure labels of traces recorded under another rule are left out
 
 
 def feature_signature() -> str:
@@ -89,6 +90,23 @@ def load_real(path: str | Path) -> tuple[list[Trace], list[Trace]]:
             continue
         (exp2 if t.trace_id.startswith("tbx") else corpus).append(t)
     return corpus, exp2
+
+
+def bp_rule(t: Trace) -> str:
+    """The rule a trace's backpressure label was measured by (testbed/corpus.py); traces before the rule was
+    recorded used "end-backlog"."""
+    return str(t.meta.get("bp_rule", "end-backlog"))
+
+
+def with_bp_rule(traces: Sequence[Trace], rule: str) -> list[Trace]:
+    """The traces with the backpressure label removed (None: not scored, not trained on) where it was measured
+    by another rule; every other label is kept."""
+    from dataclasses import replace
+
+    return [
+        t if bp_rule(t) == rule or t.labels is None else replace(t, labels=replace(t.labels, backpressure=None))
+        for t in traces
+    ]
 
 
 def query_folds(traces: Sequence[Trace], k: int, seed: int) -> list[int]:
@@ -353,6 +371,10 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
         msg = f"no real corpus traces (ids tb-*) in {cfg.traces}; record them with `costmodel testbed-corpus`"
         raise CostModelError(msg)
     log(f"{len(corpus)} real corpus traces, {len(exp2)} Exp. 2 traces from {cfg.traces}")
+    rules = {r: sum(bp_rule(t) == r for t in corpus) for r in sorted({bp_rule(t) for t in corpus})}
+    corpus = with_bp_rule(corpus, cfg.bp_rule)
+    labelled_bp = [t for t in corpus if t.labels is not None and t.labels.backpressure is not None]
+    log(f"backpressure labels by rule: {rules}; scored and trained on: {cfg.bp_rule} ({len(labelled_bp)})")
     sets = statistics.multimode(host_set(t) for t in corpus)
     main_exp2 = [t for t in exp2 if host_set(t) == sets[0]]  # the targets judge the corpus' own host set
     choosers = sorted({str(t.meta.get("chooser", "")) for t in main_exp2})
@@ -366,7 +388,13 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
         "n_queries": len({int(t.meta["query_index"]) for t in corpus}),
         "by_type": {bt: sum(base_type(t.query.query_type) == bt for t in corpus) for bt in BASE_TYPES},
         "success_share": round(sum(bool(t.labels and t.labels.success) for t in corpus) / len(corpus), 3),
-        "backpressure_share": round(sum(bool(t.labels and t.labels.backpressure) for t in corpus) / len(corpus), 3),
+        "backpressure_share": (
+            round(sum(bool(t.labels and t.labels.backpressure) for t in labelled_bp) / len(labelled_bp), 3)
+            if labelled_bp
+            else None
+        ),
+        "bp_rules": rules,
+        "n_bp_labelled": len(labelled_bp),
         "load1": load_range(corpus),
         "cv": cv,
         "corpus_hosts": sets[0],

@@ -106,6 +106,18 @@ def summary_json(res: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _bp_text(res: dict[str, Any]) -> str:
+    """The backpressure share and which rule's labels R_O is scored on (older reports have neither)."""
+    rule, n, share = res["config"].get("bp_rule"), res.get("n_bp_labelled"), res.get("backpressure_share")
+    if rule is None:
+        return f"backpressure {share:.0%}"
+    if share is None:
+        return f"no trace has a backpressure label under the rule `{rule}`, so R_O is not scored"
+    others = {r: k for r, k in (res.get("bp_rules") or {}).items() if r != rule}
+    left = "; ".join(f"{k} traces with `{r}` labels left out of R_O" for r, k in others.items())
+    return f"backpressure {share:.0%} of the {n} traces labelled by the rule `{rule}`" + (f" ({left})" if left else "")
+
+
 def write(res: dict[str, Any], out: Path, command: str, meta: dict[str, Any]) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     (out / "costmodel_real.json").write_text(json.dumps(summary_json(res), indent=1, default=str) + "\n")
@@ -120,8 +132,7 @@ def write(res: dict[str, Any], out: Path, command: str, meta: dict[str, Any]) ->
         f"({', '.join(f'{k} {v}' for k, v in res['by_type'].items())}), each query under a random valid placement "
         "and under the heuristic initial placement, on the testbed (Spark standalone workers in cgroups and "
         "network namespaces with tbf links, hosts small/medium/large; docs/testbed.md). Success "
-        f"{res['success_share']:.0%}, backpressure {res['backpressure_share']:.0%}; load average before the runs "
-        f"{load_text(res['load1'])}.",
+        f"{res['success_share']:.0%}, {_bp_text(res)}; load average before the runs {load_text(res['load1'])}.",
         "",
         "## Targets",
         "",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -109,7 +110,9 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(tmp_path: P
     write_traces(sim / "val.jsonl", simt[200:260])
     write_traces(sim / "test.jsonl", simt[260:280])
     traces = tmp_path / "real.jsonl"
+    # the first 20 traces' backpressure was measured by the current rule, the others by the older one
     corpus = _as_real(40)
+    corpus = [replace(t, meta={**t.meta, "bp_rule": "lag-growth"}) if i < 20 else t for i, t in enumerate(corpus)]
     mode = statistics.multimode(ev.host_set(t) for t in corpus)[0]
     on = next(list(t.hosts) for t in corpus if ev.host_set(t) == mode)  # targets judge the corpus' host set
     write_traces(traces, [*corpus, _exp2_trace(0, "initial", 900.0, on), _exp2_trace(0, "gnn", 300.0, on)])
@@ -129,6 +132,9 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(tmp_path: P
     assert res["n_traces"] == 40 and res["n_queries"] == 20
     assert set(res["cv"]) == set(ev.MODELS)
     assert res["cv"]["sim_fine_tuned"]["1.0"]["Lp"]["n"] > 0
+    assert res["bp_rules"] == {"end-backlog": 20, "lag-growth": 20} and res["n_bp_labelled"] == 20
+    zero = res["cv"]["sim_zero_shot"]["1.0"]
+    assert zero["R_O"]["n"] == 20 and zero["S"]["n"] == 40  # R_O scored on the current rule's labels only
     said: list[str] = []
     assert ev.train_sim(cfg, said.append) is not None
     assert said == [f"pre-trained SIMULATED models reused from {tmp_path / 'simc'}"]
@@ -142,6 +148,7 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(tmp_path: P
     assert "not measured" in verdicts[2]  # one Exp. 2 query of one type only
     assert sum(row["n"] for row in res["exp2"]["gnn"].values()) == 1
     assert "REAL testbed" in out.read_text()
+    assert "20 traces with `end-backlog` labels left out of R_O" in out.read_text()
     gnn = _load_chooser("gnn", tmp_path / "models")
     q, _ = realise(query_for(0, 1003))
     place = chosen_placer(0, 1003, gnn, "gnn")

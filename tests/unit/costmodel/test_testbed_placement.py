@@ -50,13 +50,14 @@ def test_realise_describes_what_runs(j: int) -> None:
             assert 0 < p["slide_s"] <= p["window_s"] == op.feature("window_size")
 
 
-def _reply(sink: list[dict], batch_ms: float, backlog_s: float = 0.0) -> dict:
+def _reply(sink: list[dict], batch_ms: float, backlog_s: float = 0.0, lags: list | None = None) -> dict:
     batches = [{"ts": f"2026-01-01T00:00:{s:02d}.000Z", "ms": batch_ms, "rows": 10} for s in range(30)]
     return {
         "sink": sink,
         "pieces": {"h0/p0": {"exception": None, "batches": batches}},
         "errors": [],
         "backlog_s": {"src0": backlog_s},
+        "lag_samples": {"src0": lags or []},
     }
 
 
@@ -70,9 +71,36 @@ def test_labels_from_agent_replies() -> None:
     assert lb.throughput == pytest.approx(200 / 20)  # batches at t0+10..t0+29 after warm-up
     assert 1190 <= lb.e2e_latency_ms <= 1200 and lb.proc_latency_ms == 500
     assert labels_from(_reply(sink, 1500.0), t0, t0 + 30, 10)[0].backpressure
-    assert labels_from(_reply(sink, 400.0, backlog_s=3.0), t0, t0 + 30, 10)[0].backpressure
+    # the edge's lag: a sawtooth of one trigger keeps up; a lag gaining 0.3 s per s does not
+    saw = [(t0 + k / 2, (k % 2) * 1.5) for k in range(60)]
+    grows = [(t0 + k / 2, 0.3 * k / 2) for k in range(60)]
+    stop_artifact, detail = labels_from(_reply(sink, 400.0, backlog_s=3.0, lags=saw), t0, t0 + 30, 10)
+    assert not stop_artifact.backpressure and detail["backpressure_end_backlog"]
+    lb, detail = labels_from(_reply(sink, 400.0, lags=grows), t0, t0 + 30, 10)
+    assert lb.backpressure and detail["lagging_edges"] == ["src0"] and detail["bp_rule"] == "lag-growth"
+    assert detail["lag_growth"]["src0"]["slope"] == pytest.approx(0.3)
     failed = labels_from(_reply([], 400.0), t0, t0 + 30, 10)[0]
     assert not failed.success and failed.throughput == 0 and failed.e2e_latency_ms is None
+
+
+def test_lag_growth_and_edge_lag() -> None:
+    from adaptstream.costmodel.testbed.corpus import edge_lag_s, lag_growth
+    from adaptstream.costmodel.testbed.redisedge import next_id
+
+    assert lag_growth([(0.0, 1.0), (1.0, 2.0)], 0.0) == (0.0, 0.0)  # too few samples
+    slope, end = lag_growth([(float(t), 5.0 + 0.5 * t) for t in range(20)], t_from=10.0)
+    assert slope == pytest.approx(0.5) and end == pytest.approx(5.0 + 0.5 * 18)  # samples at 17, 18, 19 s
+
+    class FakeRedis:
+        def __init__(self, entries: list) -> None:
+            self.entries = entries
+
+        def xrange(self, key: str, count: int) -> list:
+            return self.entries[:count]
+
+    assert edge_lag_s(FakeRedis([]), "k", 100.0) == 0.0
+    assert edge_lag_s(FakeRedis([(b"97500-3", {})]), "k", 100.0) == pytest.approx(2.5)
+    assert next_id("97500-3") == "97500-4" and next_id("0-0") == "0-1"
 
 
 def test_parse_hosts() -> None:

@@ -8,9 +8,15 @@ also holds the Exp. 2 baseline of every query. A trace id already in the output 
 Labels (origin="real"), from `duration_s` seconds of running, the first `warmup_s` ignored:
 T = sink rows/s; Le / Lp = median over output rows (per-batch medians weighted by rows) of output time minus
 the generation time (rate source timestamp) / ingestion time (micro-batch time at the source operator) of the
-oldest input row involved; backpressure = some piece's median micro-batch duration in the second half exceeds
-the 1 s trigger, or a cross-host edge holds more than 2 s of its input unread at the end; success = the sink
-received rows and no piece failed.
+oldest input row involved; backpressure (rule `lag-growth`, Costream's R > 0: some stream arrives faster than
+it is processed) = some piece's median micro-batch duration in the second half exceeds the 1 s trigger, or a
+cross-host edge's lag (age of its oldest unread entry, sampled every 0.5 s while the query runs) grows by more
+than 0.1 s per s over the measured span and ends above 2 s; success = the sink received rows and no piece failed.
+
+Traces recorded before 2026-11-26 carry the older rule (`meta.bp_rule` absent, "end-backlog"): an edge holding
+more than 2 s of input unread after every piece was stopped. That count includes the batches an upstream piece
+wrote after its consumer had stopped (1-3 s on most edges), so it marked runs that kept up as backpressured;
+it is still recorded (`meta.backpressure_end_backlog`) beside the new rule for comparison.
 """
 
 from __future__ import annotations
@@ -39,6 +45,10 @@ from adaptstream.costmodel.testbed.placement import edge_key, pieces, realise
 from adaptstream.errors import EnvironmentProblem
 
 TRIGGER_MS = 1000.0
+BP_RULE = "lag-growth"
+LAG_SAMPLE_S = 0.5
+LAG_SLOPE = 0.1  # seconds of lag gained per second: over a tenth of the edge's arrivals left unread
+LAG_END_S = 2.0  # a keeping-up edge's lag stays under about one trigger plus one consumer batch
 
 
 class AgentProc:
@@ -140,8 +150,11 @@ def labels_from(result: dict[str, Any], t0: float, t1: float, warmup_s: float) -
         mid = t0 + (t1 - t0) / 2
         durs = [b["ms"] for b in pc["batches"] if b["ms"] is not None and _epoch(b["ts"]) >= mid]
         slow[name] = statistics.median(durs) if durs else None
-    lagging = [k for k, v in result["backlog_s"].items() if v > 2.0]
-    bp = any(v is not None and v > TRIGGER_MS for v in slow.values()) or bool(lagging)
+    growth = {k: lag_growth(v, t0 + warmup_s) for k, v in result.get("lag_samples", {}).items()}
+    lagging = [k for k, (slope, end) in growth.items() if slope > LAG_SLOPE and end > LAG_END_S]
+    after_stop = [k for k, v in result["backlog_s"].items() if v > 2.0]
+    slow_piece = any(v is not None and v > TRIGGER_MS for v in slow.values())
+    bp = slow_piece or bool(lagging)
     errors = [pc["exception"] for pc in result["pieces"].values() if pc["exception"]] + result["errors"]
     success = rows > 0 and not errors and any(b["n"] for b in result["sink"])
     labels = Labels(
@@ -154,12 +167,47 @@ def labels_from(result: dict[str, Any], t0: float, t1: float, warmup_s: float) -
     )
     detail = {
         "median_batch_ms_2nd_half": slow,
+        "bp_rule": BP_RULE,
+        "lag_growth": {k: {"slope": round(a, 3), "end_s": round(b, 2)} for k, (a, b) in growth.items()},
         "lagging_edges": lagging,
+        "lagging_edges_after_stop": after_stop,
+        "backpressure_end_backlog": slow_piece or bool(after_stop),
         "errors": [e[:300] for e in errors],
         "sink_rows_after_warmup": rows,
         "sink_batches": len(result["sink"]),
     }
     return labels, detail
+
+
+def lag_growth(samples: list[tuple[float, float]], t_from: float) -> tuple[float, float]:
+    """(least-squares slope of an edge's lag in s/s, its mean lag over the last 2 s) from samples (time, lag) taken
+    from `t_from` on; (0, 0) with fewer than three samples."""
+    pts = np.array([(t, v) for t, v in samples if t >= t_from], dtype=float).reshape(-1, 2)
+    if len(pts) < 3:
+        return 0.0, 0.0
+    slope = float(np.polyfit(pts[:, 0] - pts[0, 0], pts[:, 1], 1)[0])
+    end = float(pts[pts[:, 0] >= pts[-1, 0] - 2.0, 1].mean())
+    return slope, end
+
+
+def edge_lag_s(rc: Any, key: str, now: float) -> float:
+    """Age in seconds of the edge's oldest unread entry (stream ids start with their XADD time in ms); 0 when the
+    consumer has read everything."""
+    first = rc.xrange(key, count=1)
+    if not first:
+        return 0.0
+    ms = int(first[0][0].decode().partition("-")[0])
+    return max(0.0, now - ms / 1000.0)
+
+
+def sample_lags(rc: Any, keys: dict[str, str], until: float) -> dict[str, list[tuple[float, float]]]:
+    """Every LAG_SAMPLE_S until `until` (epoch s): each edge's lag, for `lag_growth`."""
+    out: dict[str, list[tuple[float, float]]] = {k: [] for k in keys}
+    while (now := time.time()) < until:
+        for tail, key in keys.items():
+            out[tail].append((round(now, 3), round(edge_lag_s(rc, key, now), 3)))
+        time.sleep(max(0.0, min(LAG_SAMPLE_S - (time.time() - now), until - time.time())))
+    return out
 
 
 def _epoch(ts: str | None) -> float:
@@ -209,10 +257,12 @@ def run_trace(
         r = agents[host].reply(180)
         if not r.get("ok"):
             errors.append(f"{host} start: {r.get('error')}")
+    rc = redis.Redis(host=redis_addr[0], port=redis_addr[1])
+    edges = {p["tail"]: edge_key(trace_id, p["tail"]) for p in ps if not p["sink"]}
     t0 = time.time()
-    time.sleep(duration_s)
+    lags = sample_lags(rc, edges, t0 + duration_s)
     t1 = time.time()
-    result: dict[str, Any] = {"pieces": {}, "sink": [], "errors": errors, "backlog_s": {}}
+    result: dict[str, Any] = {"pieces": {}, "sink": [], "errors": errors, "backlog_s": {}, "lag_samples": lags}
     for host in by_host:
         agents[host].send({"cmd": "stop", "trace": trace_id})
     for host in by_host:
@@ -222,7 +272,6 @@ def run_trace(
             continue
         result["pieces"].update({f"{host}/{k}": v for k, v in r["pieces"].items()})
         result["sink"].extend(r["sink"])
-    rc = redis.Redis(host=redis_addr[0], port=redis_addr[1])
     rates = _rates_out(query, params)
     for p in ps:
         if p["sink"]:
@@ -248,7 +297,8 @@ def run_trace(
         "load1_before": round(load0, 2),
         "load1_after": round(_load(), 2),
         "cpu_throttled_s": throttled_s,
-        "backlog_s": result["backlog_s"],
+        "backlog_s": result["backlog_s"],  # after every piece stopped: the older rule's input
+        "lag_samples": {k: [[round(t - t0, 2), v] for t, v in vs] for k, vs in lags.items()},
         **detail,
     }
     hosts = [tb.host_record(h.name) for h in tb.hosts]

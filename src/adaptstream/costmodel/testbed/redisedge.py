@@ -73,7 +73,15 @@ class _Reader(DataSourceStreamReader):
                 yield tuple(row)
 
     def commit(self, end: dict) -> None:
-        self._redis().xtrim(self.key, minid=end["id"])
+        # the end entry itself is consumed too: what stays in the stream is unread, so its oldest entry's age is
+        # the edge's lag (`corpus.edge_lag_s`)
+        self._redis().xtrim(self.key, minid=next_id(end["id"]))
+
+
+def next_id(entry_id: str) -> str:
+    """The smallest stream id after `entry_id` ("ms-seq")."""
+    ms, _, seq = entry_id.partition("-")
+    return f"{ms}-{int(seq or 0) + 1}"
 
 
 def push_partition(host: str, port: int, key: str) -> Any:

@@ -109,6 +109,23 @@ def with_bp_rule(traces: Sequence[Trace], rule: str) -> list[Trace]:
     ]
 
 
+def rule_comparison(traces: Sequence[Trace]) -> dict[str, int]:
+    """On runs that recorded both backpressure verdicts (the lag-growth label and the older end-backlog one in
+    `meta.backpressure_end_backlog`): how often each says backpressure, and how often they disagree."""
+    both = [
+        (bool(t.labels.backpressure), bool(t.meta["backpressure_end_backlog"]))
+        for t in traces
+        if t.labels is not None and t.labels.backpressure is not None and "backpressure_end_backlog" in t.meta
+    ]
+    return {
+        "n": len(both),
+        "lag_growth": sum(a for a, _ in both),
+        "end_backlog": sum(b for _, b in both),
+        "only_end_backlog": sum(b and not a for a, b in both),
+        "only_lag_growth": sum(a and not b for a, b in both),
+    }
+
+
 def query_folds(traces: Sequence[Trace], k: int, seed: int) -> list[int]:
     """Fold of every trace, grouped by the generator query it runs (`meta.query_index`)."""
     qs = sorted({int(t.meta["query_index"]) for t in traces})
@@ -394,6 +411,7 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
             else None
         ),
         "bp_rules": rules,
+        "bp_rule_comparison": rule_comparison(corpus),
         "n_bp_labelled": len(labelled_bp),
         "load1": load_range(corpus),
         "cv": cv,

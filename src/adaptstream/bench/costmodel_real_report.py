@@ -115,7 +115,15 @@ def _bp_text(res: dict[str, Any]) -> str:
         return f"no trace has a backpressure label under the rule `{rule}`, so R_O is not scored"
     others = {r: k for r, k in (res.get("bp_rules") or {}).items() if r != rule}
     left = "; ".join(f"{k} traces with `{r}` labels left out of R_O" for r, k in others.items())
-    return f"backpressure {share:.0%} of the {n} traces labelled by the rule `{rule}`" + (f" ({left})" if left else "")
+    text = f"backpressure {share:.0%} of the {n} traces labelled by the rule `{rule}`" + (f" ({left})" if left else "")
+    cmp = res.get("bp_rule_comparison") or {}
+    if cmp.get("n"):
+        text += (
+            f"; on the {cmp['n']} runs that recorded both verdicts, `lag-growth` says backpressure in "
+            f"{cmp['lag_growth']}, the older `end-backlog` rule in {cmp['end_backlog']} (only the older one: "
+            f"{cmp['only_end_backlog']}, only the new one: {cmp['only_lag_growth']})"
+        )
+    return text
 
 
 def write(res: dict[str, Any], out: Path, command: str, meta: dict[str, Any]) -> Path:

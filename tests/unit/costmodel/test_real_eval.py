@@ -112,7 +112,8 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(tmp_path: P
     traces = tmp_path / "real.jsonl"
     # the first 20 traces' backpressure was measured by the current rule, the others by the older one
     corpus = _as_real(40)
-    corpus = [replace(t, meta={**t.meta, "bp_rule": "lag-growth"}) if i < 20 else t for i, t in enumerate(corpus)]
+    both = {"bp_rule": "lag-growth", "backpressure_end_backlog": True}  # the older rule said yes on every run
+    corpus = [replace(t, meta={**t.meta, **both}) if i < 20 else t for i, t in enumerate(corpus)]
     mode = statistics.multimode(ev.host_set(t) for t in corpus)[0]
     on = next(list(t.hosts) for t in corpus if ev.host_set(t) == mode)  # targets judge the corpus' host set
     write_traces(traces, [*corpus, _exp2_trace(0, "initial", 900.0, on), _exp2_trace(0, "gnn", 300.0, on)])
@@ -133,6 +134,14 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(tmp_path: P
     assert set(res["cv"]) == set(ev.MODELS)
     assert res["cv"]["sim_fine_tuned"]["1.0"]["Lp"]["n"] > 0
     assert res["bp_rules"] == {"end-backlog": 20, "lag-growth": 20} and res["n_bp_labelled"] == 20
+    bp_new = sum(bool(t.labels and t.labels.backpressure) for t in corpus[:20])
+    assert res["bp_rule_comparison"] == {
+        "n": 20,
+        "lag_growth": bp_new,
+        "end_backlog": 20,
+        "only_end_backlog": 20 - bp_new,
+        "only_lag_growth": 0,
+    }
     zero = res["cv"]["sim_zero_shot"]["1.0"]
     assert zero["R_O"]["n"] == 20 and zero["S"]["n"] == 40  # R_O scored on the current rule's labels only
     said: list[str] = []

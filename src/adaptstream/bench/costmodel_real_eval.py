@@ -22,6 +22,7 @@ import math
 import os
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -388,7 +389,7 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
         msg = f"no real corpus traces (ids tb-*) in {cfg.traces}; record them with `costmodel testbed-corpus`"
         raise CostModelError(msg)
     log(f"{len(corpus)} real corpus traces, {len(exp2)} Exp. 2 traces from {cfg.traces}")
-    rules = {r: sum(bp_rule(t) == r for t in corpus) for r in sorted({bp_rule(t) for t in corpus})}
+    rules = dict(sorted(Counter(bp_rule(t) for t in corpus).items()))
     corpus = with_bp_rule(corpus, cfg.bp_rule)
     labelled_bp = [t for t in corpus if t.labels is not None and t.labels.backpressure is not None]
     log(f"backpressure labels by rule: {rules}; scored and trained on: {cfg.bp_rule} ({len(labelled_bp)})")

@@ -107,17 +107,15 @@ def summary_json(res: dict[str, Any]) -> dict[str, Any]:
 
 
 def _bp_text(res: dict[str, Any]) -> str:
-    """The backpressure share and which rule's labels R_O is scored on (older reports have neither)."""
-    rule, n, share = res["config"].get("bp_rule"), res.get("n_bp_labelled"), res.get("backpressure_share")
-    if rule is None:
-        return f"backpressure {share:.0%}"
+    """The backpressure share and which rule's labels R_O is scored on."""
+    rule, n, share = res["config"]["bp_rule"], res["n_bp_labelled"], res["backpressure_share"]
     if share is None:
         return f"no trace has a backpressure label under the rule `{rule}`, so R_O is not scored"
-    others = {r: k for r, k in (res.get("bp_rules") or {}).items() if r != rule}
+    others = {r: k for r, k in res["bp_rules"].items() if r != rule}
     left = "; ".join(f"{k} traces with `{r}` labels left out of R_O" for r, k in others.items())
     text = f"backpressure {share:.0%} of the {n} traces labelled by the rule `{rule}`" + (f" ({left})" if left else "")
-    cmp = res.get("bp_rule_comparison") or {}
-    if cmp.get("n"):
+    cmp = res["bp_rule_comparison"]
+    if cmp["n"]:
         text += (
             f"; on the {cmp['n']} runs that recorded both verdicts, `lag-growth` says backpressure in "
             f"{cmp['lag_growth']}, the older `end-backlog` rule in {cmp['end_backlog']} (only the older one: "

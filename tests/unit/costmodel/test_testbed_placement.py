@@ -84,8 +84,8 @@ def test_labels_from_agent_replies() -> None:
 
 
 def test_lag_growth_and_edge_lag() -> None:
-    from adaptstream.costmodel.testbed.corpus import edge_lag_s, lag_growth
-    from adaptstream.costmodel.testbed.redisedge import next_id
+    from adaptstream.costmodel.testbed.corpus import lag_growth
+    from adaptstream.costmodel.testbed.redisedge import edge_lag_s, next_id
 
     assert lag_growth([(0.0, 1.0), (1.0, 2.0)], 0.0) == (0.0, 0.0)  # too few samples
     slope, end = lag_growth([(float(t), 5.0 + 0.5 * t) for t in range(20)], t_from=10.0)

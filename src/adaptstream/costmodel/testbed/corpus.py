@@ -190,18 +190,10 @@ def lag_growth(samples: list[tuple[float, float]], t_from: float) -> tuple[float
     return slope, end
 
 
-def edge_lag_s(rc: Any, key: str, now: float) -> float:
-    """Age in seconds of the edge's oldest unread entry (stream ids start with their XADD time in ms); 0 when the
-    consumer has read everything."""
-    first = rc.xrange(key, count=1)
-    if not first:
-        return 0.0
-    ms = int(first[0][0].decode().partition("-")[0])
-    return max(0.0, now - ms / 1000.0)
-
-
 def sample_lags(rc: Any, keys: dict[str, str], until: float) -> dict[str, list[tuple[float, float]]]:
     """Every LAG_SAMPLE_S until `until` (epoch s): each edge's lag, for `lag_growth`."""
+    from adaptstream.costmodel.testbed.redisedge import edge_lag_s  # pyspark: only where a testbed runs
+
     out: dict[str, list[tuple[float, float]]] = {k: [] for k in keys}
     while (now := time.time()) < until:
         for tail, key in keys.items():

@@ -74,7 +74,7 @@ class _Reader(DataSourceStreamReader):
 
     def commit(self, end: dict) -> None:
         # the end entry itself is consumed too: what stays in the stream is unread, so its oldest entry's age is
-        # the edge's lag (`corpus.edge_lag_s`)
+        # the edge's lag (`edge_lag_s`)
         self._redis().xtrim(self.key, minid=next_id(end["id"]))
 
 
@@ -103,3 +103,13 @@ def push_partition(host: str, port: int, key: str) -> Any:
         pipe.execute()
 
     return push
+
+
+def edge_lag_s(rc: Any, key: str, now: float) -> float:
+    """Age in seconds of the edge's oldest unread entry (an id starts with its XADD time in ms; `commit` trims the
+    consumed ones); 0 when the consumer has read everything."""
+    first = rc.xrange(key, count=1)
+    if not first:
+        return 0.0
+    ms = int(first[0][0].decode().partition("-")[0])
+    return max(0.0, now - ms / 1000.0)

@@ -188,6 +188,8 @@ def test_costmodel_train_missing_corpus_exits_1(capsys, tmp_path):
         (("--repeat", "--chooser", "gnn"), "does not take --chooser"),
         (("--label", "x"), "go with --chooser"),
         (("--types", "linear"), "go with --chooser"),
+        (("--n", "10", "--start", "10"), "--start (10) must be"),
+        (("--start", "-1"), "--start (-1) must be"),
     ],
 )
 def test_testbed_corpus_option_mistakes_fail_before_the_testbed(capsys, tmp_path, args, says):

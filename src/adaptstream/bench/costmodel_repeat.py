@@ -22,7 +22,7 @@ import numpy as np
 
 from adaptstream.bench.meta import load_range, load_text
 from adaptstream.costmodel.model import Trace, read_traces
-from adaptstream.costmodel.qerror import q_errors
+from adaptstream.costmodel.qerror import balanced_accuracy, q_errors
 from adaptstream.errors import CostModelError
 
 REG = {"T": "throughput", "Le": "e2e_latency_ms", "Lp": "proc_latency_ms"}
@@ -85,18 +85,53 @@ def repeatability(traces: Sequence[Trace]) -> dict[str, Any]:
             "log_ratio_median": round(float(np.median(np.log([y / x for x, y in both]))), 3),
             "load_spearman": _spearman([d for d, _ in dl], [r for _, r in dl]),
         }
-    for short, field in CLS.items():
-        same = [bool(_label(a, field)) == bool(_label(b, field)) for a, b in ps]
-        res["classes"][short] = {
-            "n": len(same),
-            "agreement": round(sum(same) / len(same), 3),
-            "positives_first": sum(bool(_label(a, field)) for a, _ in ps),
-            "positives_repeat": sum(bool(_label(b, field)) for _, b in ps),
-        }
+    for short, verdicts in _class_verdicts(ps).items():
+        res["classes"][short] = _agreement(verdicts)
     res["load1_first"] = load_range([a for a, _ in ps])
     res["load1_repeat"] = load_range([b for _, b in ps])
     res["rows"] = [_row(a, b) for a, b in ps]
     return res
+
+
+def _bp_verdict(t: Trace, rule: str) -> bool | None:
+    """Backpressure as `rule` judged the run: the label where the trace was recorded under that rule, the older
+    end-of-run backlog verdict kept in meta otherwise (None: not measured)."""
+    recorded = str(t.meta.get("bp_rule", "end-backlog"))
+    if recorded == rule:
+        bp = _label(t, "backpressure")
+        return None if bp is None else bool(bp)
+    if rule == "end-backlog" and "backpressure_end_backlog" in t.meta:
+        return bool(t.meta["backpressure_end_backlog"])
+    return None
+
+
+def _class_verdicts(ps: Sequence[tuple[Trace, Trace]]) -> dict[str, list[tuple[bool, bool]]]:
+    """(first, repeat) verdicts per class; backpressure once per rule, over the pairs where both runs have it."""
+    out: dict[str, list[tuple[bool, bool]]] = {}
+    for rule in ("lag-growth", "end-backlog"):
+        both = [(_bp_verdict(a, rule), _bp_verdict(b, rule)) for a, b in ps]
+        out[f"R_O ({rule})"] = [(x, y) for x, y in both if x is not None and y is not None]
+    out["S"] = [(bool(_label(a, "success")), bool(_label(b, "success"))) for a, b in ps]
+    return out
+
+
+def _agreement(v: Sequence[tuple[bool, bool]]) -> dict[str, Any]:
+    """Share of pairs with the same label, and the balanced accuracy one run's label reaches as a predictor of
+    the other's (mean of both directions): what run-to-run noise leaves to any model of the trace's features."""
+    d: dict[str, Any] = {
+        "n": len(v),
+        "positives_first": sum(x for x, _ in v),
+        "positives_repeat": sum(y for _, y in v),
+    }
+    if not v:
+        return d
+    d["agreement"] = round(sum(x == y for x, y in v) / len(v), 3)
+    firsts, repeats = [x for x, _ in v], [y for _, y in v]
+    if len(set(firsts)) == 2 and len(set(repeats)) == 2:
+        d["balanced_agreement"] = round(
+            (balanced_accuracy(repeats, firsts) + balanced_accuracy(firsts, repeats)) / 2, 3
+        )
+    return d
 
 
 def _spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
@@ -123,6 +158,7 @@ def _row(a: Trace, b: Trace) -> dict[str, Any]:
     r: dict[str, Any] = {"id": a.trace_id, "type": a.query.query_type, "kind": a.meta.get("placement_kind")}
     for short, field in {**REG, **CLS}.items():
         r[short] = [_label(a, field), _label(b, field)]
+    r["bp_rule"] = [str(t.meta.get("bp_rule", "end-backlog")) for t in (a, b)]
     r["load1_before"] = [a.meta.get("load1_before"), b.meta.get("load1_before")]
     return r
 
@@ -164,18 +200,30 @@ def markdown(res: dict[str, Any], command: str, meta: dict[str, Any]) -> str:
             f"| {k} | {d['n']} | {_f(d.get('q50'))} | {_f(d.get('q95'))} | {_f(d.get('log_ratio_median'))} | "
             f"{_f(d.get('model_floor_q50'))} | {_f(d.get('load_spearman'))} |"
         )
-    lines += ["", "| class | pairs | same label in both runs | positives (first / repeat) |", "|---|---|---|---|"]
+    lines += [
+        "",
+        "Classes: backpressure once per rule (docs/testbed.md), over the pairs where both runs have that verdict "
+        "(runs recorded under lag-growth keep the end-backlog verdict beside it; older runs have end-backlog only). "
+        "Balanced agreement: the balanced accuracy (mean per-class recall) that one run's label reaches as a "
+        "predictor of the other run's, mean of both directions; '-' where a class is missing.",
+        "",
+        "| class | pairs | same label in both runs | balanced agreement | positives (first / repeat) |",
+        "|---|---|---|---|---|",
+    ]
     for k, d in res["classes"].items():
-        lines.append(f"| {k} | {d['n']} | {d['agreement']:.0%} | {d['positives_first']} / {d['positives_repeat']} |")
+        same = f"{d['agreement']:.0%}" if "agreement" in d else "-"
+        bal = f"{d['balanced_agreement']:.0%}" if "balanced_agreement" in d else "-"
+        lines.append(f"| {k} | {d['n']} | {same} | {bal} | {d['positives_first']} / {d['positives_repeat']} |")
     lines += [
         "",
         "## Every pair (first run / repeat)",
         "",
-        "| trace | type | placement | T | Le ms | Lp ms | R_O | S | load before |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| trace | type | placement | T | Le ms | Lp ms | R_O | S | load before | R_O rule |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in res["rows"]:
-        cells = [" / ".join(_f(v, 1) for v in r[k]) for k in ("T", "Le", "Lp", "R_O", "S", "load1_before")]
+        keys = ("T", "Le", "Lp", "R_O", "S", "load1_before", "bp_rule")
+        cells = [" / ".join(_f(v, 1) for v in r.get(k, ["end-backlog"] * 2)) for k in keys]
         lines.append(f"| {r['id']} | {r['type']} | {r['kind']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

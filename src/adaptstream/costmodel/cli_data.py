@@ -150,6 +150,9 @@ def testbed_corpus(
         "data/costmodel_real_testbed.jsonl"
     ),
     n: Annotated[int, typer.Option(help="trace ids 0..n-1 (pairs: random placement, initial placement)")] = 40,
+    start: Annotated[
+        int, typer.Option(help="run only trace ids start..n-1 (e.g. --repeat of the later corpus traces)")
+    ] = 0,
     seed: Annotated[int, typer.Option()] = 0,
     hosts: Annotated[
         str, typer.Option(help="testbed host categories; another set than the default gets ids tagged with it")
@@ -186,7 +189,7 @@ def testbed_corpus(
         bool,
         typer.Option(
             "--repeat",
-            help="run corpus traces 0..n-1 again (same query, hosts and placement; ids tbr-...) to measure how "
+            help="run corpus traces --start..n-1 again (same query, hosts and placement; ids tbr-...) to measure how "
             "much a real label varies between two runs (write them to their own --out)",
         ),
     ] = False,
@@ -206,7 +209,10 @@ def testbed_corpus(
         raise ConfigError(msg)
     if repeat:
         prefix = "tbr"
-    only = None
+    if not 0 <= start < n:
+        msg = f"--start ({start}) must be >= 0 and below --n ({n})"
+        raise ConfigError(msg)
+    only = None if start == 0 else list(range(start, n))
     if (label is not None or types is not None) and chooser is None:
         msg = "--label and --types go with --chooser"
         raise ConfigError(msg)
@@ -218,7 +224,7 @@ def testbed_corpus(
         placer = chosen_placer(seed, first_query, _load_chooser(chooser, models), name, target)
         prefix = "tbx" + name
         if types is not None:
-            only = _pairs_of_types(seed, first_query, n, types)
+            only = [i for i in _pairs_of_types(seed, first_query, n, types) if i >= start]
     if specs != parse_hosts(DEFAULT_HOSTS):
         prefix += "." + host_tag(specs)  # another host set: its own ids, so resuming never mixes host sets
     out.parent.mkdir(parents=True, exist_ok=True)

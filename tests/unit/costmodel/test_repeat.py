@@ -38,9 +38,39 @@ def test_pairs_q_errors_and_class_agreement() -> None:
     assert res["regression"]["T"]["n"] == 2
     assert res["regression"]["T"]["q50"] == pytest.approx(1.5)  # median of 2 and 1
     assert res["regression"]["Le"]["q50"] == pytest.approx(2.5)  # median of 1 and 4
-    assert res["classes"]["R_O"]["agreement"] == pytest.approx(2 / 3, abs=1e-3)
+    assert res["classes"]["R_O (end-backlog)"]["agreement"] == pytest.approx(2 / 3, abs=1e-3)
+    assert res["classes"]["R_O (lag-growth)"] == {"n": 0, "positives_first": 0, "positives_repeat": 0}
     assert res["classes"]["S"]["agreement"] == pytest.approx(2 / 3, abs=1e-3)
     assert (res["load1_first"]["median"], res["load1_repeat"]["median"]) == (3.0, 0.5)
+
+
+def _lag(t: Trace, bp: bool, end_backlog: bool) -> Trace:
+    from dataclasses import replace
+
+    meta = {**t.meta, "bp_rule": "lag-growth", "backpressure_end_backlog": end_backlog}
+    return replace(t, labels=replace(t.labels, backpressure=bp), meta=meta)
+
+
+def test_backpressure_agreement_per_rule_and_balanced() -> None:
+    ts: list[Trace] = []
+    # (first lag-growth, repeat lag-growth, first end-backlog, repeat end-backlog)
+    verdicts = [
+        (True, True, True, True),
+        (True, False, True, True),
+        (False, False, True, False),
+        (False, False, False, False),
+    ]
+    for i, (a, b, ea, eb) in enumerate(verdicts):
+        first, again = _pair(i, _lab(1.0, 1.0), _lab(1.0, 1.0))
+        ts += [_lag(first, a, ea), _lag(again, b, eb)]
+    old = _pair(4, _lab(1.0, 1.0, bp=True), _lab(1.0, 1.0, bp=True))  # recorded before lag-growth existed
+    res = rep.repeatability(ts + old)["classes"]
+    lag, end = res["R_O (lag-growth)"], res["R_O (end-backlog)"]
+    assert (lag["n"], lag["agreement"], lag["positives_first"], lag["positives_repeat"]) == (4, 0.75, 2, 1)
+    # first predicts repeat: recalls 1 and 2/3; repeat predicts first: recalls 1/2 and 1 -> mean 0.792
+    assert lag["balanced_agreement"] == pytest.approx((5 / 6 + 3 / 4) / 2, abs=1e-3)
+    assert (end["n"], end["agreement"], end["positives_first"]) == (5, 0.8, 4)
+    assert "balanced_agreement" not in res["S"]  # every run succeeded: one class only
 
 
 def test_model_floor_follows_the_written_rule() -> None:
@@ -62,6 +92,7 @@ def test_repeats_stay_out_of_the_corpus_and_report_is_written(tmp_path: Path) ->
     md = rep.write(rep.load(tmp_path / "t.jsonl"), tmp_path / "out", "cmd", {"git": "abc"})
     text = md.read_text()
     assert "| T | 2 | 1.50 | 1.95 |" in text and "tb-0-00001" in text
+    assert "| R_O (lag-growth) | 0 | - | - | 0 / 0 |" in text
     assert (tmp_path / "out" / "costmodel_repeat.png").stat().st_size > 0
 
 

@@ -340,6 +340,9 @@ def exp2_speedups(traces: Sequence[Trace]) -> dict[str, Any]:
             sp = [r["speedup"] for r in row["rows"] if r["speedup"] is not None]
             row["n"] = len(row["rows"])
             row["n_valid"] = len(sp)
+            # pairs left out of the median because one run wrote no row: which side failed
+            row["n_only_chosen_ok"] = sum(r["chosen_lp"] is not None and r["initial_lp"] is None for r in row["rows"])
+            row["n_only_initial_ok"] = sum(r["initial_lp"] is not None and r["chosen_lp"] is None for r in row["rows"])
             row["median"] = round(statistics.median(sp), 3) if sp else None
     return out
 

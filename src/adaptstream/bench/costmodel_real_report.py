@@ -161,19 +161,28 @@ def write(res: dict[str, Any], out: Path, command: str, meta: dict[str, Any]) ->
             share = "-" if name == "sim_zero_shot" else f"{float(frac):.0%}"
             lines.append(f"| {name} | {share} | " + " | ".join(cells) + " |")
     lines += ["", *[f"- `{k}`: {v}" for k, v in LABELS.items()], "", "![accuracy](costmodel_real.png)", ""]
-    lines += ["## Exp. 2 on the testbed: chosen placement vs initial placement, real runs", ""]
+    lines += [
+        "## Exp. 2 on the testbed: chosen placement vs initial placement, real runs",
+        "",
+        "Speed-up = initial Lp / chosen Lp of one query's two runs; the median is over the queries where both runs "
+        "wrote rows after the warm-up. A pair where only one run did is left out of the median and counted in its "
+        "own column (a speed-up without a finite latency on both sides is not computed).",
+        "",
+    ]
     if not res["exp2"]:
         lines.append("No Exp. 2 runs recorded (`costmodel testbed-corpus --chooser gnn`): not measured.")
     for chooser, per_type in sorted(res["exp2"].items()):
         lines += [
             f"Chooser `{chooser}` (load average {load_text((res.get('exp2_load1') or {}).get(chooser) or {})}):",
             "",
-            "| query type | queries | both succeeded | median speed-up | speed-ups |",
-            "|---|---|---|---|---|",
+            "| query type | queries | both succeeded | only chosen / only initial succeeded | median speed-up | "
+            "speed-ups |",
+            "|---|---|---|---|---|---|",
         ]
         for bt, row in sorted(per_type.items()):
             sp = ", ".join(_f(r["speedup"]) for r in row["rows"])
-            lines.append(f"| {bt} | {row['n']} | {row['n_valid']} | {_f(row['median'])} | {sp} |")
+            one = f"{row.get('n_only_chosen_ok', '-')} / {row.get('n_only_initial_ok', '-')}"
+            lines.append(f"| {bt} | {row['n']} | {row['n_valid']} | {one} | {_f(row['median'])} | {sp} |")
         lines.append("")
     lines += _heterogeneity(res)
     (out / "costmodel_real.md").write_text("\n".join(lines) + "\n")

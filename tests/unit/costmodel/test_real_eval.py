@@ -61,10 +61,15 @@ def _exp2_trace(j: int, kind: str, lp: float | None, hosts: list[Host] = HOSTS) 
 def test_exp2_speedup_is_initial_over_chosen_lp_and_skips_failed_runs() -> None:
     ts = [_exp2_trace(0, "initial", 900.0), _exp2_trace(0, "gnn", 300.0)]
     ts += [_exp2_trace(1, "initial", 100.0), _exp2_trace(1, "gnn", None)]
+    ts += [_exp2_trace(2, "initial", None), _exp2_trace(2, "gnn", 50.0)]
+    ts += [_exp2_trace(3, "initial", None), _exp2_trace(3, "gnn", 70.0)]
     res = ev.exp2_speedups(ts)["gnn"]
     rows = [r for per in res.values() for r in per["rows"]]
-    assert sorted((r["query_index"], r["speedup"]) for r in rows) == [(1000, 3.0), (1001, None)]
+    got = sorted((r["query_index"], r["speedup"]) for r in rows)
+    assert got == [(1000, 3.0), (1001, None), (1002, None), (1003, None)]
     assert sum(per["n_valid"] for per in res.values()) == 1
+    assert sum(per["n_only_initial_ok"] for per in res.values()) == 1
+    assert sum(per["n_only_chosen_ok"] for per in res.values()) == 2
 
 
 def test_exp2_is_grouped_by_host_set_with_its_heterogeneity() -> None:

@@ -90,6 +90,10 @@ def summary_json(res: dict[str, Any]) -> dict[str, Any]:
         "qerror_median": {k: full[k].get("q50") for k in ("T", "Le", "Lp")},
         "accuracy_balanced": {k: full[k].get("balanced_acc") for k in ("R_O", "S")},
         "placement_speedup_median": {bt: exp2.get(bt, {}).get("median") for bt in BASE_TYPES},
+        "placement_speedup_chooser": "gnn",  # the first chooser, fixed before any Exp. 2 run; others below
+        "placement_speedup_median_by_chooser": {
+            c: {bt: per.get(bt, {}).get("median") for bt in BASE_TYPES} for c, per in sorted(res["exp2"].items())
+        },
         "placement_speedup_by_host_set": {
             hs: {
                 "cpu_ratio": d["cpu_ratio"],

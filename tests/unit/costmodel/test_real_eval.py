@@ -155,6 +155,8 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(tmp_path: P
     out = rep.write(res, tmp_path / "rep", "adaptstream costmodel eval-real", {"git": "x", "when": "now"})
     js = json.loads((tmp_path / "rep" / "costmodel_real.json").read_text())
     assert set(js["placement_speedup_median"]) == {"linear", "2-way-join", "3-way-join"}
+    assert js["placement_speedup_chooser"] == "gnn"
+    assert js["placement_speedup_median_by_chooser"]["gnn"] == js["placement_speedup_median"]
     assert [d["median_all"] for d in js["placement_speedup_by_host_set"].values()] == [3.0]
     verdicts = [r[3] for r in rep.targets(res)]
     q50 = js["qerror_median"]

@@ -93,11 +93,16 @@ def repeatability(traces: Sequence[Trace]) -> dict[str, Any]:
     return res
 
 
+def _rule(t: Trace) -> str:
+    """The rule the trace's backpressure label was recorded by (as `costmodel_real_eval.bp_rule`, which this
+    module does not import: it would load the training stack)."""
+    return str(t.meta.get("bp_rule", "end-backlog"))
+
+
 def _bp_verdict(t: Trace, rule: str) -> bool | None:
     """Backpressure as `rule` judged the run: the label where the trace was recorded under that rule, the older
     end-of-run backlog verdict kept in meta otherwise (None: not measured)."""
-    recorded = str(t.meta.get("bp_rule", "end-backlog"))
-    if recorded == rule:
+    if _rule(t) == rule:
         bp = _label(t, "backpressure")
         return None if bp is None else bool(bp)
     if rule == "end-backlog" and "backpressure_end_backlog" in t.meta:
@@ -158,7 +163,7 @@ def _row(a: Trace, b: Trace) -> dict[str, Any]:
     r: dict[str, Any] = {"id": a.trace_id, "type": a.query.query_type, "kind": a.meta.get("placement_kind")}
     for short, field in {**REG, **CLS}.items():
         r[short] = [_label(a, field), _label(b, field)]
-    r["bp_rule"] = [str(t.meta.get("bp_rule", "end-backlog")) for t in (a, b)]
+    r["bp_rule"] = [_rule(a), _rule(b)]
     r["load1_before"] = [a.meta.get("load1_before"), b.meta.get("load1_before")]
     return r
 
@@ -223,7 +228,7 @@ def markdown(res: dict[str, Any], command: str, meta: dict[str, Any]) -> str:
     ]
     for r in res["rows"]:
         keys = ("T", "Le", "Lp", "R_O", "S", "load1_before", "bp_rule")
-        cells = [" / ".join(_f(v, 1) for v in r.get(k, ["end-backlog"] * 2)) for k in keys]
+        cells = [" / ".join(_f(v, 1) for v in r[k]) for k in keys]
         lines.append(f"| {r['id']} | {r['type']} | {r['kind']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -34,6 +34,7 @@ from adaptstream.bench.meta import load_range
 from adaptstream.costmodel.ensemble import CostEnsembles, MetricEnsemble
 from adaptstream.costmodel.model import Trace, read_traces
 from adaptstream.costmodel.qerror import balanced_accuracy, q_summary
+from adaptstream.costmodel.testbed.bprules import LATEST, RULES, recorded_rule, verdict
 from adaptstream.costmodel.train import (
     METRICS,
     REGRESSION,
@@ -66,7 +67,7 @@ class RealEvalConfig:
     real_seconds: float = 8.0
     seed: int = 0
     sim_cache: str | None = None  # pre-trained simulated models: reused when trained with the same settings
-    bp_rule: str = "lag-growth"  # backpressure labels of traces recorded under another rule are left out
+    bp_rule: str = LATEST  # backpressure labels as this rule judges each run (testbed/bprules.py)
 
 
 def feature_signature() -> str:
@@ -94,36 +95,30 @@ def load_real(path: str | Path) -> tuple[list[Trace], list[Trace]]:
 
 
 def bp_rule(t: Trace) -> str:
-    """The rule a trace's backpressure label was measured by (testbed/corpus.py); traces before the rule was
-    recorded used "end-backlog"."""
-    return str(t.meta.get("bp_rule", "end-backlog"))
+    """The rule a trace's backpressure label was measured by (testbed/bprules.py)."""
+    return recorded_rule(t.meta)
 
 
 def with_bp_rule(traces: Sequence[Trace], rule: str) -> list[Trace]:
-    """The traces with the backpressure label removed (None: not scored, not trained on) where it was measured
-    by another rule; every other label is kept."""
+    """The traces with the backpressure label as `rule` judges the run (bprules.verdict): None (not scored, not
+    trained on) where the run did not record what the rule needs; every other label is kept."""
     from dataclasses import replace
 
-    return [
-        t if bp_rule(t) == rule or t.labels is None else replace(t, labels=replace(t.labels, backpressure=None))
-        for t in traces
-    ]
+    out = []
+    for t in traces:
+        out.append(t if t.labels is None else replace(t, labels=replace(t.labels, backpressure=verdict(t, rule))))
+    return out
 
 
-def rule_comparison(traces: Sequence[Trace]) -> dict[str, int]:
-    """On runs that recorded both backpressure verdicts (the lag-growth label and the older end-backlog one in
-    `meta.backpressure_end_backlog`): how often each says backpressure, and how often they disagree."""
-    both = [
-        (bool(t.labels.backpressure), bool(t.meta["backpressure_end_backlog"]))
-        for t in traces
-        if t.labels is not None and t.labels.backpressure is not None and "backpressure_end_backlog" in t.meta
-    ]
+def rule_comparison(traces: Sequence[Trace]) -> dict[str, Any]:
+    """On the runs that every rule can judge: how often each rule says backpressure, and how often each older rule
+    disagrees with the newest."""
+    both = [{r: verdict(t, r) for r in RULES} for t in traces]
+    full = [v for v in both if all(x is not None for x in v.values())]
     return {
-        "n": len(both),
-        "lag_growth": sum(a for a, _ in both),
-        "end_backlog": sum(b for _, b in both),
-        "only_end_backlog": sum(b and not a for a, b in both),
-        "only_lag_growth": sum(a and not b for a, b in both),
+        "n": len(full),
+        "backpressure": {r: sum(bool(v[r]) for v in full) for r in RULES},
+        "differs_from_newest": {r: sum(v[r] != v[LATEST] for v in full) for r in RULES[1:]},
     }
 
 
@@ -393,9 +388,11 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
         raise CostModelError(msg)
     log(f"{len(corpus)} real corpus traces, {len(exp2)} Exp. 2 traces from {cfg.traces}")
     rules = dict(sorted(Counter(bp_rule(t) for t in corpus).items()))
+    comparison = rule_comparison(corpus)
     corpus = with_bp_rule(corpus, cfg.bp_rule)
     labelled_bp = [t for t in corpus if t.labels is not None and t.labels.backpressure is not None]
-    log(f"backpressure labels by rule: {rules}; scored and trained on: {cfg.bp_rule} ({len(labelled_bp)})")
+    left_out = dict(sorted(Counter(bp_rule(t) for t in corpus if t.labels and t.labels.backpressure is None).items()))
+    log(f"backpressure labels recorded by rule: {rules}; judged by {cfg.bp_rule}: {len(labelled_bp)} traces")
     sets = statistics.multimode(host_set(t) for t in corpus)
     main_exp2 = [t for t in exp2 if host_set(t) == sets[0]]  # the targets judge the corpus' own host set
     choosers = sorted({str(t.meta.get("chooser", "")) for t in main_exp2})
@@ -415,7 +412,8 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
             else None
         ),
         "bp_rules": rules,
-        "bp_rule_comparison": rule_comparison(corpus),
+        "bp_rule_comparison": comparison,
+        "bp_left_out": left_out,
         "n_bp_labelled": len(labelled_bp),
         "load1": load_range(corpus),
         "cv": cv,

@@ -111,19 +111,22 @@ def summary_json(res: dict[str, Any]) -> dict[str, Any]:
 
 
 def _bp_text(res: dict[str, Any]) -> str:
-    """The backpressure share and which rule's labels R_O is scored on."""
+    """The backpressure share, which rule judges R_O, and how the rules compare."""
     rule, n, share = res["config"]["bp_rule"], res["n_bp_labelled"], res["backpressure_share"]
     if share is None:
         return f"no trace has a backpressure label under the rule `{rule}`, so R_O is not scored"
-    others = {r: k for r, k in res["bp_rules"].items() if r != rule}
-    left = "; ".join(f"{k} traces with `{r}` labels left out of R_O" for r, k in others.items())
-    text = f"backpressure {share:.0%} of the {n} traces labelled by the rule `{rule}`" + (f" ({left})" if left else "")
+    left = "; ".join(
+        f"{k} traces recorded under `{r}` left out of R_O" for r, k in (res.get("bp_left_out") or {}).items()
+    )
+    text = f"backpressure {share:.0%} of the {n} traces judged by the rule `{rule}`" + (f" ({left})" if left else "")
     cmp = res["bp_rule_comparison"]
     if cmp["n"]:
+        says = ", ".join(f"`{r}` {k}" for r, k in cmp["backpressure"].items())
+        newest = next(iter(cmp["backpressure"]))
+        differs = ", ".join(f"`{r}` {k}" for r, k in cmp["differs_from_newest"].items())
         text += (
-            f"; on the {cmp['n']} runs that recorded both verdicts, `lag-growth` says backpressure in "
-            f"{cmp['lag_growth']}, the older `end-backlog` rule in {cmp['end_backlog']} (only the older one: "
-            f"{cmp['only_end_backlog']}, only the new one: {cmp['only_lag_growth']})"
+            f"; on the {cmp['n']} runs every rule can judge, backpressure by {says} "
+            f"(runs where an older rule differs from `{newest}`: {differs}; rules: docs/testbed.md)"
         )
     return text
 

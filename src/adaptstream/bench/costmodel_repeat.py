@@ -23,6 +23,7 @@ import numpy as np
 from adaptstream.bench.meta import load_range, load_text
 from adaptstream.costmodel.model import Trace, read_traces
 from adaptstream.costmodel.qerror import balanced_accuracy, q_errors
+from adaptstream.costmodel.testbed.bprules import RULES, recorded_rule, verdict
 from adaptstream.errors import CostModelError
 
 REG = {"T": "throughput", "Le": "e2e_latency_ms", "Lp": "proc_latency_ms"}
@@ -93,28 +94,11 @@ def repeatability(traces: Sequence[Trace]) -> dict[str, Any]:
     return res
 
 
-def _rule(t: Trace) -> str:
-    """The rule the trace's backpressure label was recorded by (as `costmodel_real_eval.bp_rule`, which this
-    module does not import: it would load the training stack)."""
-    return str(t.meta.get("bp_rule", "end-backlog"))
-
-
-def _bp_verdict(t: Trace, rule: str) -> bool | None:
-    """Backpressure as `rule` judged the run: the label where the trace was recorded under that rule, the older
-    end-of-run backlog verdict kept in meta otherwise (None: not measured)."""
-    if _rule(t) == rule:
-        bp = _label(t, "backpressure")
-        return None if bp is None else bool(bp)
-    if rule == "end-backlog" and "backpressure_end_backlog" in t.meta:
-        return bool(t.meta["backpressure_end_backlog"])
-    return None
-
-
 def _class_verdicts(ps: Sequence[tuple[Trace, Trace]]) -> dict[str, list[tuple[bool, bool]]]:
     """(first, repeat) verdicts per class; backpressure once per rule, over the pairs where both runs have it."""
     out: dict[str, list[tuple[bool, bool]]] = {}
-    for rule in ("lag-growth", "end-backlog"):
-        both = [(_bp_verdict(a, rule), _bp_verdict(b, rule)) for a, b in ps]
+    for rule in RULES:
+        both = [(verdict(a, rule), verdict(b, rule)) for a, b in ps]
         out[f"R_O ({rule})"] = [(x, y) for x, y in both if x is not None and y is not None]
     out["S"] = [(bool(_label(a, "success")), bool(_label(b, "success"))) for a, b in ps]
     return out
@@ -163,7 +147,7 @@ def _row(a: Trace, b: Trace) -> dict[str, Any]:
     r: dict[str, Any] = {"id": a.trace_id, "type": a.query.query_type, "kind": a.meta.get("placement_kind")}
     for short, field in {**REG, **CLS}.items():
         r[short] = [_label(a, field), _label(b, field)]
-    r["bp_rule"] = [_rule(a), _rule(b)]
+    r["bp_rule"] = [recorded_rule(a.meta), recorded_rule(b.meta)]
     r["load1_before"] = [a.meta.get("load1_before"), b.meta.get("load1_before")]
     return r
 
@@ -208,7 +192,8 @@ def markdown(res: dict[str, Any], command: str, meta: dict[str, Any]) -> str:
     lines += [
         "",
         "Classes: backpressure once per rule (docs/testbed.md), over the pairs where both runs have that verdict "
-        "(runs recorded under lag-growth keep the end-backlog verdict beside it; older runs have end-backlog only). "
+        "(testbed/bprules.py: a run gets a newer rule's verdict where it recorded what that rule needs, "
+        "lag-or-stuck from a lag-growth run's batch records; the oldest runs have end-backlog only). "
         "Balanced agreement: the balanced accuracy (mean per-class recall) that one run's label reaches as a "
         "predictor of the other run's, mean of both directions; '-' where a class is missing.",
         "",

@@ -115,10 +115,17 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(tmp_path: P
     write_traces(sim / "val.jsonl", simt[200:260])
     write_traces(sim / "test.jsonl", simt[260:280])
     traces = tmp_path / "real.jsonl"
-    # the first 20 traces' backpressure was measured by the current rule, the others by the older one
+    # the first 20 traces' backpressure was measured by the lag-growth rule, the others by the oldest one; the
+    # first 5 have a piece that reads a source and finished no batch in the second half (stuck: lag-or-stuck)
     corpus = _as_real(40)
-    both = {"bp_rule": "lag-growth", "backpressure_end_backlog": True}  # the older rule said yes on every run
-    corpus = [replace(t, meta={**t.meta, **both}) if i < 20 else t for i, t in enumerate(corpus)]
+    both = {"bp_rule": "lag-growth", "backpressure_end_backlog": True}  # the oldest rule said yes on every run
+
+    def lag_growth_meta(i: int, t: Trace) -> dict:
+        ops = [op.id for op in t.query.operators]
+        pieces = {"pieces": [{"piece": "p0", "host": "h0", "ops": ops, "sink": True}]}
+        return {**t.meta, **both, **pieces, "median_batch_ms_2nd_half": {"h0/p0": None if i < 5 else 500.0}}
+
+    corpus = [replace(t, meta=lag_growth_meta(i, t)) if i < 20 else t for i, t in enumerate(corpus)]
     mode = statistics.multimode(ev.host_set(t) for t in corpus)[0]
     on = next(list(t.hosts) for t in corpus if ev.host_set(t) == mode)  # targets judge the corpus' host set
     write_traces(traces, [*corpus, _exp2_trace(0, "initial", 900.0, on), _exp2_trace(0, "gnn", 300.0, on)])
@@ -139,14 +146,15 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(tmp_path: P
     assert set(res["cv"]) == set(ev.MODELS)
     assert res["cv"]["sim_fine_tuned"]["1.0"]["Lp"]["n"] > 0
     assert res["bp_rules"] == {"end-backlog": 20, "lag-growth": 20} and res["n_bp_labelled"] == 20
-    bp_new = sum(bool(t.labels and t.labels.backpressure) for t in corpus[:20])
+    assert res["bp_left_out"] == {"end-backlog": 20}
+    lag = [bool(t.labels and t.labels.backpressure) for t in corpus[:20]]
+    stuck = [lb or i < 5 for i, lb in enumerate(lag)]
     assert res["bp_rule_comparison"] == {
         "n": 20,
-        "lag_growth": bp_new,
-        "end_backlog": 20,
-        "only_end_backlog": 20 - bp_new,
-        "only_lag_growth": 0,
+        "backpressure": {"lag-or-stuck": sum(stuck), "lag-growth": sum(lag), "end-backlog": 20},
+        "differs_from_newest": {"lag-growth": sum(stuck) - sum(lag), "end-backlog": 20 - sum(stuck)},
     }
+    assert res["backpressure_share"] == round(sum(stuck) / 20, 3)
     zero = res["cv"]["sim_zero_shot"]["1.0"]
     assert zero["R_O"]["n"] == 20 and zero["S"]["n"] == 40  # R_O scored on the current rule's labels only
     said: list[str] = []
@@ -164,7 +172,7 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(tmp_path: P
     assert "not measured" in verdicts[2]  # one Exp. 2 query of one type only
     assert sum(row["n"] for row in res["exp2"]["gnn"].values()) == 1
     assert "REAL testbed" in out.read_text()
-    assert "20 traces with `end-backlog` labels left out of R_O" in out.read_text()
+    assert "20 traces recorded under `end-backlog` left out of R_O" in out.read_text()
     gnn = _load_chooser("gnn", tmp_path / "models")
     q, _ = realise(query_for(0, 1003))
     place = chosen_placer(0, 1003, gnn, "gnn")

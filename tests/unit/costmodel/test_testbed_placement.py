@@ -77,8 +77,16 @@ def test_labels_from_agent_replies() -> None:
     stop_artifact, detail = labels_from(_reply(sink, 400.0, backlog_s=3.0, lags=saw), t0, t0 + 30, 10)
     assert not stop_artifact.backpressure and detail["backpressure_end_backlog"]
     lb, detail = labels_from(_reply(sink, 400.0, lags=grows), t0, t0 + 30, 10)
-    assert lb.backpressure and detail["lagging_edges"] == ["src0"] and detail["bp_rule"] == "lag-growth"
+    assert lb.backpressure and detail["lagging_edges"] == ["src0"] and detail["bp_rule"] == "lag-or-stuck"
     assert detail["lag_growth"]["src0"]["slope"] == pytest.approx(0.3)
+    # a piece that reads a source and finished no batch in the second half is stuck: backpressure
+    early = _reply(sink, 400.0)
+    early["pieces"]["h0/p0"]["batches"] = early["pieces"]["h0/p0"]["batches"][:10]
+    piece = [{"piece": "p0", "host": "h0", "ops": ["src0", "sink1"], "sink": True}]
+    lb, detail = labels_from(early, t0, t0 + 30, 10, piece, ["src0"])
+    assert lb.backpressure and detail["stuck_pieces"] == ["h0/p0"] and not detail["backpressure_lag_growth"]
+    assert detail["bp_rule"] == "lag-or-stuck"
+    assert not labels_from(early, t0, t0 + 30, 10, piece, ["src9"])[0].backpressure  # reads no source
     failed = labels_from(_reply([], 400.0), t0, t0 + 30, 10)[0]
     assert not failed.success and failed.throughput == 0 and failed.e2e_latency_ms is None
 

@@ -8,15 +8,19 @@ also holds the Exp. 2 baseline of every query. A trace id already in the output 
 Labels (origin="real"), from `duration_s` seconds of running, the first `warmup_s` ignored:
 T = sink rows/s; Le / Lp = median over output rows (per-batch medians weighted by rows) of output time minus
 the generation time (rate source timestamp) / ingestion time (micro-batch time at the source operator) of the
-oldest input row involved; backpressure (rule `lag-growth`, Costream's R > 0: some stream arrives faster than
+oldest input row involved; backpressure (rule `lag-or-stuck`, Costream's R > 0: some stream arrives faster than
 it is processed) = some piece's median micro-batch duration in the second half exceeds the 1 s trigger, or a
-cross-host edge's lag (age of its oldest unread entry, sampled every 0.5 s while the query runs) grows by more
-than 0.1 s per s over the measured span and ends above 2 s; success = the sink received rows and no piece failed.
+piece that reads a source completed no micro-batch in the second half (stuck in one batch far past the trigger),
+or a cross-host edge's lag (age of its oldest unread entry, sampled every 0.5 s while the query runs) grows by
+more than 0.1 s per s over the measured span and ends above 2 s; success = the sink received rows and no piece
+failed. The rules and how a trace recorded under an older one is judged by a newer one: testbed/bprules.py.
 
 Traces recorded before 2026-11-26 carry the older rule (`meta.bp_rule` absent, "end-backlog"): an edge holding
 more than 2 s of input unread after every piece was stopped. That count includes the batches an upstream piece
 wrote after its consumer had stopped (1-3 s on most edges), so it marked runs that kept up as backpressured;
-it is still recorded (`meta.backpressure_end_backlog`) beside the new rule for comparison.
+it is still recorded (`meta.backpressure_end_backlog`) beside the new rule for comparison. Traces recorded under
+`lag-growth` (2026-11-26, before the evening) lack the stuck-piece clause; `meta.backpressure_lag_growth` keeps
+that verdict in newer traces.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +43,14 @@ import numpy as np
 from adaptstream.costmodel.generate import QueryGenerator, initial_placement, sample_placement
 from adaptstream.costmodel.model import Host, Labels, QueryGraph, Trace, read_traces, write_traces
 from adaptstream.costmodel.testbed import system
+from adaptstream.costmodel.testbed.bprules import LATEST, stuck_pieces
 from adaptstream.costmodel.testbed.cluster import Testbed
 from adaptstream.costmodel.testbed.hosts import HostSpec
 from adaptstream.costmodel.testbed.placement import edge_key, pieces, realise
 from adaptstream.errors import EnvironmentProblem
 
 TRIGGER_MS = 1000.0
-BP_RULE = "lag-growth"
+BP_RULE = LATEST
 LAG_SAMPLE_S = 0.5
 LAG_SLOPE = 0.1  # seconds of lag gained per second: over a tenth of the edge's arrivals left unread
 LAG_END_S = 2.0  # a keeping-up edge's lag stays under about one trigger plus one consumer batch
@@ -128,8 +133,16 @@ def _load() -> float:
     return os.getloadavg()[0]
 
 
-def labels_from(result: dict[str, Any], t0: float, t1: float, warmup_s: float) -> tuple[Labels, dict[str, Any]]:
-    """Labels from the agents' stop replies (see the module docstring)."""
+def labels_from(
+    result: dict[str, Any],
+    t0: float,
+    t1: float,
+    warmup_s: float,
+    pieces_meta: Sequence[Mapping[str, Any]] = (),
+    source_ops: Iterable[str] = (),
+) -> tuple[Labels, dict[str, Any]]:
+    """Labels from the agents' stop replies (see the module docstring); `pieces_meta` (host, piece, ops) and the
+    query's source operators find the pieces stuck in one batch (bprules.stuck_pieces)."""
     sink = [b for b in result["sink"] if b["t"] >= t0 + warmup_s]
     rows = sum(b["n"] for b in sink)
     span = max(1e-6, t1 - (t0 + warmup_s))
@@ -154,7 +167,8 @@ def labels_from(result: dict[str, Any], t0: float, t1: float, warmup_s: float) -
     lagging = [k for k, (slope, end) in growth.items() if slope > LAG_SLOPE and end > LAG_END_S]
     after_stop = [k for k, v in result["backlog_s"].items() if v > 2.0]
     slow_piece = any(v is not None and v > TRIGGER_MS for v in slow.values())
-    bp = slow_piece or bool(lagging)
+    stuck = stuck_pieces(pieces_meta, slow, source_ops)
+    bp = slow_piece or bool(lagging) or bool(stuck)
     errors = [pc["exception"] for pc in result["pieces"].values() if pc["exception"]] + result["errors"]
     success = rows > 0 and not errors and any(b["n"] for b in result["sink"])
     labels = Labels(
@@ -170,6 +184,8 @@ def labels_from(result: dict[str, Any], t0: float, t1: float, warmup_s: float) -
         "bp_rule": BP_RULE,
         "lag_growth": {k: {"slope": round(a, 3), "end_s": round(b, 2)} for k, (a, b) in growth.items()},
         "lagging_edges": lagging,
+        "stuck_pieces": stuck,
+        "backpressure_lag_growth": slow_piece or bool(lagging),
         "lagging_edges_after_stop": after_stop,
         "backpressure_end_backlog": slow_piece or bool(after_stop),
         "errors": [e[:300] for e in errors],
@@ -274,7 +290,9 @@ def run_trace(
         result["backlog_s"][p["tail"]] = round(unread / max(rates.get(p["tail"], 1.0), 1e-3), 2)
         rc.delete(key)
     shutil.rmtree(ck, ignore_errors=True)
-    labels, detail = labels_from(result, t0, t1, warmup_s)
+    pieces_meta = [{k: p[k] for k in ("piece", "host", "ops", "sink")} for p in ps]
+    sources = [op.id for op in query.operators if op.kind == "source"]
+    labels, detail = labels_from(result, t0, t1, warmup_s, pieces_meta, sources)
     stat1 = {h.name: system.cgroup_stat(tb.cgroup(h.name)) for h in tb.hosts}
     throttled_s = {
         h: round((stat1[h].get("cpu_throttled_time", 0) - stat0[h].get("cpu_throttled_time", 0)) / 1e9, 2)
@@ -285,7 +303,7 @@ def run_trace(
         "duration_s": duration_s,
         "warmup_s": warmup_s,
         "trigger_ms": TRIGGER_MS,
-        "pieces": [{k: p[k] for k in ("piece", "host", "ops", "sink")} for p in ps],
+        "pieces": pieces_meta,
         "load1_before": round(load0, 2),
         "load1_after": round(_load(), 2),
         "cpu_throttled_s": throttled_s,

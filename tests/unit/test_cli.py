@@ -186,8 +186,8 @@ def test_costmodel_train_missing_corpus_exits_1(capsys, tmp_path):
     ("args", "says"),
     [
         (("--repeat", "--chooser", "gnn"), "does not take --chooser"),
-        (("--label", "x"), "go with --chooser"),
-        (("--types", "linear"), "go with --chooser"),
+        (("--label", "x"), "goes with --chooser"),
+        (("--types", "5-way-join"), "--types takes base query types from"),
         (("--n", "10", "--start", "10"), "--start (10) must be"),
         (("--start", "-1"), "--start (-1) must be"),
     ],

@@ -183,7 +183,10 @@ def testbed_corpus(
     ] = None,
     types: Annotated[
         str | None,
-        typer.Option(help="with --chooser: only queries of these base types, e.g. 2-way-join,3-way-join"),
+        typer.Option(
+            help="only queries of these base types, e.g. 2-way-join,3-way-join (both traces of each pair; with "
+            "--chooser its queries from --first-query on)"
+        ),
     ] = None,
     repeat: Annotated[
         bool,
@@ -213,9 +216,12 @@ def testbed_corpus(
         msg = f"--start ({start}) must be >= 0 and below --n ({n})"
         raise ConfigError(msg)
     only = None if start == 0 else list(range(start, n))
-    if (label is not None or types is not None) and chooser is None:
-        msg = "--label and --types go with --chooser"
+    if label is not None and chooser is None:
+        msg = "--label goes with --chooser"
         raise ConfigError(msg)
+    if types is not None:
+        first = first_query if chooser is not None else 0
+        only = [i for i in _pairs_of_types(seed, first, n, types) if i >= start]
     if chooser is not None:
         name = label or chooser
         if not name.replace("-", "").replace("_", "").isalnum():
@@ -223,8 +229,6 @@ def testbed_corpus(
             raise ConfigError(msg)
         placer = chosen_placer(seed, first_query, _load_chooser(chooser, models), name, target)
         prefix = "tbx" + name
-        if types is not None:
-            only = [i for i in _pairs_of_types(seed, first_query, n, types) if i >= start]
     if specs != parse_hosts(DEFAULT_HOSTS):
         prefix += "." + host_tag(specs)  # another host set: its own ids, so resuming never mixes host sets
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -245,7 +249,8 @@ def testbed_corpus(
 
 
 def _pairs_of_types(seed: int, first_query: int, n: int, types: str) -> list[int]:
-    """Trace indices (pairs 2k, 2k+1 of Exp. 2) whose query, first_query + k, has one of the base types."""
+    """Trace indices (pairs 2k, 2k+1: the corpus' with first_query 0, Exp. 2's) whose query, first_query + k, has
+    one of the base types."""
     from adaptstream.bench.costmodel_real_eval import BASE_TYPES, base_type
     from adaptstream.costmodel.testbed.corpus import query_for
     from adaptstream.costmodel.testbed.placement import realise

@@ -198,6 +198,16 @@ def test_exp2_type_filter_keeps_whole_pairs_of_the_named_types() -> None:
         _pairs_of_types(0, 1000, 20, "4-way-join")
 
 
+def test_corpus_type_filter_picks_the_pairs_the_corpus_runs_for_that_type() -> None:
+    from adaptstream.costmodel.cli_data import _pairs_of_types
+
+    idx = _pairs_of_types(0, 0, 40, "3-way-join")
+    assert idx and len(idx) < 40
+    for i in range(40):  # corpus trace i runs query i // 2 (pair_placer)
+        q, _ = realise(query_for(0, i // 2))
+        assert (i in idx) == (q.query_type.split("+")[0] == "3-way-join")
+
+
 def test_hostset_medians_are_one_choosers() -> None:
     ts = [_exp2_trace(0, "initial", 900.0), _exp2_trace(0, "gnn", 300.0)]
     other = []

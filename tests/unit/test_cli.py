@@ -187,7 +187,7 @@ def test_costmodel_train_missing_corpus_exits_1(capsys, tmp_path):
     [
         (("--repeat", "--chooser", "gnn"), "does not take --chooser"),
         (("--label", "x"), "goes with --chooser"),
-        (("--types", "5-way-join"), "--types takes base query types from"),
+        (("--types", "5-way-join"), "--types takes query types from"),
         (("--n", "10", "--start", "10"), "--start (10) must be"),
         (("--start", "-1"), "--start (-1) must be"),
     ],

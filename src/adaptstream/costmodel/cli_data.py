@@ -184,8 +184,8 @@ def testbed_corpus(
     types: Annotated[
         str | None,
         typer.Option(
-            help="only queries of these base types, e.g. 2-way-join,3-way-join (both traces of each pair; with "
-            "--chooser its queries from --first-query on)"
+            help="only queries of these types, e.g. 2-way-join,3-way-join (any variant) or 3-way-join+agg (both "
+            "traces of each pair; with --chooser its queries from --first-query on)"
         ),
     ] = None,
     repeat: Annotated[
@@ -250,20 +250,21 @@ def testbed_corpus(
 
 def _pairs_of_types(seed: int, first_query: int, n: int, types: str) -> list[int]:
     """Trace indices (pairs 2k, 2k+1: the corpus' with first_query 0, Exp. 2's) whose query, first_query + k, has
-    one of the base types."""
+    one of the types: a base type (any variant) or a full one such as 3-way-join+agg."""
     from adaptstream.bench.costmodel_real_eval import BASE_TYPES, base_type
     from adaptstream.costmodel.testbed.corpus import query_for
     from adaptstream.costmodel.testbed.placement import realise
     from adaptstream.errors import ConfigError
 
+    valid = [*BASE_TYPES, *(f"{t}+agg" for t in BASE_TYPES)]
     want = {t.strip() for t in types.split(",") if t.strip()}
-    if not want or want - set(BASE_TYPES):
-        msg = f"--types takes base query types from: {', '.join(BASE_TYPES)}; got {types!r}"
+    if not want or want - set(valid):
+        msg = f"--types takes query types from: {', '.join(valid)}; got {types!r}"
         raise ConfigError(msg)
     keep = []
     for k in range(n // 2):
         q, _ = realise(query_for(seed, first_query + k))
-        if base_type(q.query_type) in want:
+        if q.query_type in want or base_type(q.query_type) in want:
             keep += [2 * k, 2 * k + 1]
     return keep
 

@@ -194,7 +194,7 @@ def test_exp2_type_filter_keeps_whole_pairs_of_the_named_types() -> None:
         assert q.query_type.split("+")[0] in ("2-way-join", "3-way-join")
     linear = _pairs_of_types(0, 1000, 20, "linear")
     assert sorted(idx + linear) == list(range(20))
-    with pytest.raises(ConfigError, match="linear, 2-way-join, 3-way-join"):
+    with pytest.raises(ConfigError, match=r"linear, 2-way-join, 3-way-join, linear\+agg"):
         _pairs_of_types(0, 1000, 20, "4-way-join")
 
 
@@ -206,6 +206,11 @@ def test_corpus_type_filter_picks_the_pairs_the_corpus_runs_for_that_type() -> N
     for i in range(40):  # corpus trace i runs query i // 2 (pair_placer)
         q, _ = realise(query_for(0, i // 2))
         assert (i in idx) == (q.query_type.split("+")[0] == "3-way-join")
+    agg = _pairs_of_types(0, 0, 40, "3-way-join+agg")
+    assert agg and set(agg) < set(idx)
+    for i in idx:
+        q, _ = realise(query_for(0, i // 2))
+        assert (i in agg) == (q.query_type == "3-way-join+agg")
 
 
 def test_hostset_medians_are_one_choosers() -> None:

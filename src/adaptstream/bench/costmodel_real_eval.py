@@ -257,15 +257,27 @@ def train_sim(cfg: RealEvalConfig, log: Log) -> CostEnsembles | None:
     return ens
 
 
+def scores_by_type(pred: dict[str, np.ndarray], ds: GraphDataset, qtypes: Sequence[str]) -> dict[str, Any]:
+    """`scores` per query type (e.g. 3-way-join+agg): which kind of query a missed target comes from."""
+    kinds = np.asarray(qtypes)
+    out = {}
+    for qt in sorted(set(qtypes)):
+        idx = np.flatnonzero(kinds == qt)
+        out[qt] = {"n": int(idx.size), **scores({m: p[idx] for m, p in pred.items()}, ds.subset(idx))}
+    return out
+
+
 def cross_validate(
     traces: list[Trace], sim: CostEnsembles | None, cfg: RealEvalConfig, log: Log
-) -> dict[str, dict[str, Any]]:
-    """Out-of-fold predictions for every model and training fraction, scored."""
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Out-of-fold predictions for every model and training fraction, scored; and per query type for the largest
+    fraction."""
     ds = GraphDataset.from_traces(traces)
     folds = np.array(query_folds(traces, cfg.folds, cfg.seed))
     qidx = np.array([int(t.meta["query_index"]) for t in traces])
     n = len(traces)
     results: dict[str, dict[str, Any]] = {}
+    by_type: dict[str, dict[str, Any]] = {}
     if sim is not None:
         results["sim_zero_shot"] = {"1.0": scores(sim.predict_graphs(ds.graphs), ds)}
     for frac in cfg.fractions:
@@ -285,7 +297,9 @@ def cross_validate(
             if name == "sim_fine_tuned" and sim is None:
                 continue
             results.setdefault(name, {})[f"{frac}"] = scores(preds, ds)
-    return results
+            if frac == max(cfg.fractions):
+                by_type[name] = scores_by_type(preds, ds, [t.query.query_type for t in traces])
+    return results, by_type
 
 
 def final_models(traces: list[Trace], sim: CostEnsembles | None, cfg: RealEvalConfig, out: Path) -> list[str]:
@@ -397,7 +411,7 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
     main_exp2 = [t for t in exp2 if host_set(t) == sets[0]]  # the targets judge the corpus' own host set
     choosers = sorted({str(t.meta.get("chooser", "")) for t in main_exp2})
     sim = train_sim(cfg, log)
-    cv = cross_validate(corpus, sim, cfg, log)
+    cv, cv_by_type = cross_validate(corpus, sim, cfg, log)
     models = final_models(corpus, sim, cfg, models_dir)
     log(f"models for --chooser written to {models_dir} (metrics {', '.join(SHORT[m] for m in models)})")
     res = {
@@ -417,6 +431,7 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
         "n_bp_labelled": len(labelled_bp),
         "load1": load_range(corpus),
         "cv": cv,
+        "cv_by_type": cv_by_type,
         "corpus_hosts": sets[0],
         "exp2": exp2_speedups(main_exp2),
         "exp2_load1": {c: load_range([t for t in main_exp2 if t.meta.get("chooser") == c]) for c in choosers},

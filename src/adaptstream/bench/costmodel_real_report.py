@@ -168,6 +168,7 @@ def write(res: dict[str, Any], out: Path, command: str, meta: dict[str, Any]) ->
             share = "-" if name == "sim_zero_shot" else f"{float(frac):.0%}"
             lines.append(f"| {name} | {share} | " + " | ".join(cells) + " |")
     lines += ["", *[f"- `{k}`: {v}" for k, v in LABELS.items()], "", "![accuracy](costmodel_real.png)", ""]
+    lines += _by_type(res)
     lines += [
         "## Exp. 2 on the testbed: chosen placement vs initial placement, real runs",
         "",
@@ -194,6 +195,28 @@ def write(res: dict[str, Any], out: Path, command: str, meta: dict[str, Any]) ->
     lines += _heterogeneity(res)
     (out / "costmodel_real.md").write_text("\n".join(lines) + "\n")
     return out / "costmodel_real.md"
+
+
+def _by_type(res: dict[str, Any]) -> list[str]:
+    """Per query type, largest training share: where a missed figure comes from (absent in older reports)."""
+    per = res.get("cv_by_type") or {}
+    if not per:
+        return []
+    lines = [
+        "### Per query type (largest training share, out-of-fold)",
+        "",
+        "| model | query type | traces | T Q50 | Le Q50 | Lp Q50 | R_O bal. (n) | S bal. (failed) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name in MODELS:
+        for qt, sc in sorted((per.get(name) or {}).items()):
+            cells = [_f(sc[k].get("q50")) for k in ("T", "Le", "Lp")]
+            bp, ok = sc["R_O"], sc["S"]
+            cells.append(f"{_f(bp.get('balanced_acc'))} ({bp.get('n', 0)})")
+            failed = ok.get("n", 0) - ok.get("positives", 0) if "positives" in ok else "-"
+            cells.append(f"{_f(ok.get('balanced_acc'))} ({failed})")
+            lines.append(f"| {name} | {qt} | {sc['n']} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
 
 
 def _heterogeneity(res: dict[str, Any]) -> list[str]:

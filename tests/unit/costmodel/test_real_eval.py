@@ -22,6 +22,7 @@ from adaptstream.costmodel.generate import initial_placement, placement_violatio
 from adaptstream.costmodel.model import Host, Labels, Trace, read_traces, write_traces
 from adaptstream.costmodel.testbed.corpus import chosen_placer, query_for
 from adaptstream.costmodel.testbed.placement import realise
+from adaptstream.costmodel.train import GraphDataset
 from adaptstream.errors import CostModelError
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "costmodel" / "train_sample.jsonl"
@@ -173,6 +174,11 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(tmp_path: P
     assert sum(row["n"] for row in res["exp2"]["gnn"].values()) == 1
     assert "REAL testbed" in out.read_text()
     assert "20 traces recorded under `end-backlog` left out of R_O" in out.read_text()
+    per = res["cv_by_type"]["sim_fine_tuned"]  # the largest fraction, split by query type
+    assert sum(sc["n"] for sc in per.values()) == 40
+    assert sum(sc["S"]["n"] for sc in per.values()) == zero["S"]["n"]
+    assert set(per) == {t.query.query_type for t in corpus}
+    assert "### Per query type" in out.read_text()
     gnn = _load_chooser("gnn", tmp_path / "models")
     q, _ = realise(query_for(0, 1003))
     place = chosen_placer(0, 1003, gnn, "gnn")
@@ -196,6 +202,19 @@ def test_exp2_type_filter_keeps_whole_pairs_of_the_named_types() -> None:
     assert sorted(idx + linear) == list(range(20))
     with pytest.raises(ConfigError, match=r"linear, 2-way-join, 3-way-join, linear\+agg"):
         _pairs_of_types(0, 1000, 20, "4-way-join")
+
+
+def test_scores_by_type_scores_each_type_on_its_own_traces() -> None:
+    ds = GraphDataset.from_traces(_as_real(8))
+    t = ds.column("throughput")
+    pred = {"throughput": np.where(np.arange(8) < 4, t, t * 4.0)}  # exact on the first four, 4x off after
+    per = ev.scores_by_type(pred, ds, ["a"] * 4 + ["b"] * 4)
+    assert per["a"]["n"] == per["b"]["n"] == 4
+    ok = ds.usable("throughput")
+    assert (ok < 4).any() and (ok >= 4).any()  # the fixture has successful traces on both sides
+    assert per["a"]["T"]["q50"] == pytest.approx(1.0)
+    assert per["b"]["T"]["q50"] == pytest.approx(4.0)
+    assert per["a"]["S"]["n"] == 0 and "note" in per["a"]["S"]  # no S prediction given: none scored
 
 
 def test_corpus_type_filter_picks_the_pairs_the_corpus_runs_for_that_type() -> None:

@@ -278,6 +278,7 @@ def cross_validate(
     n = len(traces)
     results: dict[str, dict[str, Any]] = {}
     by_type: dict[str, dict[str, Any]] = {}
+    qtypes, top = [t.query.query_type for t in traces], max(cfg.fractions)
     if sim is not None:
         results["sim_zero_shot"] = {"1.0": scores(sim.predict_graphs(ds.graphs), ds)}
     for frac in cfg.fractions:
@@ -297,8 +298,8 @@ def cross_validate(
             if name == "sim_fine_tuned" and sim is None:
                 continue
             results.setdefault(name, {})[f"{frac}"] = scores(preds, ds)
-            if frac == max(cfg.fractions):
-                by_type[name] = scores_by_type(preds, ds, [t.query.query_type for t in traces])
+            if frac == top:
+                by_type[name] = scores_by_type(preds, ds, qtypes)
     return results, by_type
 
 

@@ -160,7 +160,10 @@ def _timed(tc: TrainConfig, seconds: float) -> TrainConfig:
     return replace(tc, max_seconds=seconds)
 
 
-def _fine_tune(sim: CostEnsembles, train: GraphDataset, cfg: RealEvalConfig) -> dict[str, MetricEnsemble]:
+def _fine_tune(
+    sim: CostEnsembles, train: GraphDataset, cfg: RealEvalConfig, queries: np.ndarray
+) -> dict[str, MetricEnsemble]:
+    """Fine-tune every simulated member; early stopping on whole held-back queries (`queries`: one per trace)."""
     out = {}
     for m in METRICS:
         if m not in sim.ensembles:
@@ -168,7 +171,8 @@ def _fine_tune(sim: CostEnsembles, train: GraphDataset, cfg: RealEvalConfig) -> 
         y = train.usable(m)
         if len(y) < 5:
             continue
-        out[m] = MetricEnsemble([fine_tune(base, train, epochs=40, seed=cfg.seed) for base in sim.ensembles[m].members])
+        members = sim.ensembles[m].members
+        out[m] = MetricEnsemble([fine_tune(b, train, epochs=40, seed=cfg.seed, groups=queries) for b in members])
     return out
 
 
@@ -289,7 +293,8 @@ def cross_validate(
             train, val, te = ds.subset(tr_i), ds.subset(va_i), ds.subset(test)
             fitted = {"real_only": _fit_real(train, val, cfg), "flat_real": _fit_flat(train, val)}
             if sim is not None:
-                fitted["sim_fine_tuned"] = _fine_tune(sim, ds.subset(np.concatenate([tr_i, va_i])), cfg)
+                both = np.concatenate([tr_i, va_i])
+                fitted["sim_fine_tuned"] = _fine_tune(sim, ds.subset(both), cfg, qidx[both])
             for name, models in fitted.items():
                 for m, p in _predict(models, te).items():
                     oof[name][m][test] = p
@@ -311,7 +316,7 @@ def final_models(traces: list[Trace], sim: CostEnsembles | None, cfg: RealEvalCo
     ds = GraphDataset.from_traces(traces)
     qidx = np.array([int(t.meta["query_index"]) for t in traces])
     tr_i, va_i = _split_queries(np.arange(len(ds)), qidx, 1.0, cfg.seed)
-    ens = _fine_tune(sim, ds, cfg) if sim is not None else _fit_real(ds.subset(tr_i), ds.subset(va_i), cfg)
+    ens = _fine_tune(sim, ds, cfg, qidx) if sim is not None else _fit_real(ds.subset(tr_i), ds.subset(va_i), cfg)
     info = {"trained_on": f"{len(ds)} real testbed traces", "fine_tuned_from_simulated": sim is not None}
     CostEnsembles(ens, info).save(out / "gnn")
     flat = _fit_flat(ds.subset(tr_i), ds.subset(va_i))

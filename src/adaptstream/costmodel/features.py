@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from adaptstream.costmodel.rates import expected_rates
+from adaptstream.costmodel.rates import expected_rates, host_loads
 from adaptstream.errors import CostModelError
 
 OP_KINDS: tuple[str, ...] = ("source", "filter", "window_agg", "window_join", "sink")
@@ -34,13 +34,15 @@ _WIDTHS = ("log:tuple_width_in", "log:tuple_width_out")
 _WINDOW = ("log:window_size", "slide_ratio")
 _SEL = ("selectivity", "logsel")
 _RATE = ("log:rate_out_est",)  # expected rows/s out of the operator (costmodel/rates.py), set by build_graph
+# expected rows into / out of / held by the operators placed on a host (costmodel/rates.py host_loads)
+_LOAD = ("log:rows_in_est", "log:rows_out_est", "log:state_rows_est")
 NUMERIC: dict[str, tuple[str, ...]] = {
     "source": ("log:tuple_width_out", "log:event_rate", "n_int", "n_string", "n_double"),
     "filter": (*_WIDTHS, *_SEL, *_RATE),
     "window_agg": (*_WIDTHS, *_SEL, *_WINDOW, *_RATE),
     "window_join": (*_WIDTHS, *_SEL, *_WINDOW, *_RATE),
     "sink": (*_WIDTHS, *_RATE),
-    HOST: ("log:cpu", "log:ram_mb", "log:bandwidth_mbits", "log:latency_ms"),
+    HOST: ("log:cpu", "log:ram_mb", "log:bandwidth_mbits", "log:latency_ms", *_LOAD),
 }
 CATEGORICAL: dict[str, tuple[str, ...]] = {
     "source": (),
@@ -184,9 +186,10 @@ def build_graph(query: Any, hosts: Sequence[Any], placement: Mapping[str, str]) 
     categorical: dict[str, np.ndarray] = {}
     type_index: dict[str, np.ndarray] = {}
     rates = expected_rates(query)
+    loads = host_loads(query, {o: str(placement[o]) for o in op_ids}, rates)
     for t in NODE_TYPES:
         if t == HOST:
-            rows = [_numeric_row(HOST, host_by_id[h]) for h in used_hosts]
+            rows = [_numeric_row(HOST, {**host_by_id[h], **loads[h]}) for h in used_hosts]
             cats: list[list[str]] = [[] for _ in used_hosts]
             idx = [host_pos[h] for h in used_hosts]
         else:

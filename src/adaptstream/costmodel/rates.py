@@ -66,3 +66,29 @@ def expected_rates(query: Any) -> dict[str, float]:
             r = ins[0] if ins else 0.0
         out[op.id] = max(r, 0.0)
     return out
+
+
+def host_loads(query: Any, placement: dict[str, str], rates: dict[str, float]) -> dict[str, dict[str, float]]:
+    """Per host, from the expected rates: rows/s into its operators (`rows_in_est`; a source counts its own
+    events), rows/s out of them (`rows_out_est`) and rows held in their windows (`state_rows_est`).
+
+    Why: on the real testbed a run fails or crawls when one host gets more rows than its CPU share can take (a
+    3-way join with its aggregation on a small host is most of the failed runs); Costream's host nodes carry the
+    hardware only, and a GNN trained on a few hundred real traces does not learn to add rates over the operators
+    placed on a host, so the sums are given as host features (like `rate_out_est`, a cardinality estimate).
+    """
+    from adaptstream.costmodel.testbed.placement import MAX_RATE, nominal_rates
+
+    src = {op.id: min(MAX_RATE, _f(op, "event_rate", 0.0)) for op in query.operators if op.kind == "source"}
+    nominal = nominal_rates(query, src)
+    out: dict[str, dict[str, float]] = {}
+    for op in query.operators:
+        acc = out.setdefault(str(placement[op.id]), {"rows_in_est": 0.0, "rows_out_est": 0.0, "state_rows_est": 0.0})
+        ups = query.upstream(op.id)
+        rows_in = sum(rates[u] for u in ups) if ups else rates[op.id]
+        acc["rows_in_est"] += rows_in
+        acc["rows_out_est"] += rates[op.id]
+        if op.kind in ("window_join", "window_agg"):
+            size, _ = _window_s(op, sum(nominal[u] for u in ups) / max(len(ups), 1))
+            acc["state_rows_est"] += rows_in * size
+    return out

@@ -8,7 +8,7 @@ import pytest
 
 from adaptstream.costmodel.features import NUMERIC, build_graph
 from adaptstream.costmodel.model import Host, Operator, QueryGraph
-from adaptstream.costmodel.rates import expected_rates
+from adaptstream.costmodel.rates import expected_rates, host_loads
 
 
 def _src(i: str, rate: float) -> Operator:
@@ -81,3 +81,28 @@ def test_throughput_is_learned_around_the_expected_rate() -> None:
     assert log_prior([g], replace(t, prior="none")).tolist() == [0.0]
     assert log_prior([g], replace(t, metric="proc_latency_ms")).tolist() == [0.0]  # latencies: no prior
     assert isinstance(log_prior([], t), np.ndarray)
+
+
+def test_host_loads_add_rates_and_window_rows_of_the_operators_placed_there() -> None:
+    join = {"selectivity": 0.01, "window_size": 2.0, "window_slide": 2.0, "window_policy": "time"}
+    q = QueryGraph(
+        "q",
+        (_src("a", 10.0), _src("b", 20.0), Operator("j", "window_join", join), Operator("k", "sink", {})),
+        (("a", "j"), ("b", "j"), ("j", "k")),
+    )
+    r = expected_rates(q)
+    loads = host_loads(q, {"a": "h0", "b": "h0", "j": "h1", "k": "h1"}, r)
+    assert loads["h0"] == {"rows_in_est": 30.0, "rows_out_est": 30.0, "state_rows_est": 0.0}
+    assert loads["h1"]["rows_in_est"] == pytest.approx(30.0 + r["j"])  # the join's two inputs, the sink's one
+    assert loads["h1"]["rows_out_est"] == pytest.approx(2 * r["j"])
+    assert loads["h1"]["state_rows_est"] == pytest.approx(30.0 * 2.0)  # rows/s in x window seconds
+
+
+def test_host_nodes_carry_the_load_of_their_operators() -> None:
+    hosts = [Host("h0", 50, 1024, 10, 1.0, "small"), Host("h1", 100, 1024, 10, 1.0, "large")]
+    q = _filter_query()
+    together = build_graph(q, hosts, {"s": "h0", "f": "h0", "k": "h0"})
+    apart = build_graph(q, hosts, {"s": "h0", "f": "h1", "k": "h1"})
+    col = NUMERIC["host"].index("log:rows_in_est")
+    assert together.numeric["host"][:, col] == pytest.approx([math.log1p(400 + 400 + 100)])
+    assert apart.numeric["host"][:, col] == pytest.approx([math.log1p(400), math.log1p(400 + 100)])

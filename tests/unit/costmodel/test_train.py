@@ -16,7 +16,15 @@ import torch
 from adaptstream.costmodel.ensemble import CostEnsembles, MetricEnsemble
 from adaptstream.costmodel.model import read_traces
 from adaptstream.costmodel.qerror import q_errors
-from adaptstream.costmodel.train import GraphDataset, TrainConfig, TrainedModel, fine_tune, train_model
+from adaptstream.costmodel.train import (
+    GraphDataset,
+    TrainConfig,
+    TrainedModel,
+    fine_tune,
+    holdout_split,
+    train_model,
+)
+from adaptstream.errors import CostModelError
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "costmodel" / "train_sample.jsonl"
 N_SAMPLE, SAMPLE_SEED = 400, 7
@@ -128,3 +136,14 @@ def _regenerate() -> None:
 
 if __name__ == "__main__":
     _regenerate()
+
+
+def test_holdout_split_keeps_each_group_on_one_side() -> None:
+    groups = np.repeat(np.arange(20), 2)  # a query's random and initial placement
+    tr, va = holdout_split(40, 0.2, seed=3, groups=groups)
+    assert sorted(np.concatenate([tr, va]).tolist()) == list(range(40))
+    assert len(va) == 8 and not set(groups[tr]) & set(groups[va])
+    plain_tr, plain_va = holdout_split(40, 0.2, seed=3)
+    assert len(plain_va) == 8 and not set(plain_tr) & set(plain_va)
+    with pytest.raises(CostModelError, match="3 group ids for 40"):
+        holdout_split(40, 0.2, seed=3, groups=[0, 1, 2])

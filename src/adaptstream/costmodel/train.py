@@ -468,7 +468,12 @@ def fine_tune(
     clone = TrainedModel(
         copy.deepcopy(base.model), base.stats, base.config, base.target_mu, base.target_sd, list(base.history)
     )
-    tr_i, va_i = holdout_split(len(extra), val_fraction, seed, groups)
+    usable = extra.usable(canonical_metric(base.config.metric))  # the slice must hold labelled traces
+    if groups is not None and len(groups) != len(extra):
+        msg = f"{len(groups)} group ids for {len(extra)} traces"
+        raise CostModelError(msg)
+    tr_i, va_i = holdout_split(len(usable), val_fraction, seed, None if groups is None else np.asarray(groups)[usable])
+    tr_i, va_i = usable[tr_i], usable[va_i]
     cfg = replace(base.config, epochs=epochs, lr=lr, seed=seed, patience=max(3, epochs // 3))
     return train_model(extra.subset(tr_i), extra.subset(va_i), cfg, init=clone)
 

@@ -430,7 +430,7 @@ def train_model(
 
 
 def holdout_split(
-    n: int, val_fraction: float, seed: int, groups: Sequence[int] | None = None
+    n: int, val_fraction: float, seed: int, groups: Sequence[int] | np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(train, validation) indices: a seeded random `val_fraction` of the items (at least one), or of the groups
     when `groups` gives one id per item, so that a group is never on both sides."""
@@ -455,7 +455,7 @@ def fine_tune(
     lr: float = 5e-4,
     val_fraction: float = 0.2,
     seed: int = 0,
-    groups: Sequence[int] | None = None,
+    groups: Sequence[int] | np.ndarray | None = None,
 ) -> TrainedModel:
     """Few-shot fine-tuning (Costream Exp. 5b): continue training a copy on a small extra set.
 

@@ -66,7 +66,7 @@ class RealEvalConfig:
     real_epochs: int = 150
     real_seconds: float = 8.0
     # fine-tuning: 40 epochs at 5e-4 (the few-shot setting) left R_O at 0.82 and S at 0.74-0.76 on 442 traces;
-    # 80 at 1e-3 gave S 0.79-0.83, R_O 0.93-0.96 over three seeds (docs/testbed.md, 2026-11-27)
+    # 80 at 1e-3 gave S 0.79-0.83, R_O 0.93-0.96 over three seeds (docs/testbed.md, "fine-tuning settings")
     ft_epochs: int = 80
     ft_lr: float = 1e-3
     seed: int = 0
@@ -173,12 +173,9 @@ def _fine_tune(
         if m not in sim.ensembles:
             continue
         y = train.usable(m)
-        if len(y) < 5:
-            continue
-        try:
-            out[m] = MetricEnsemble([_ft(b, train, cfg, queries) for b in sim.ensembles[m].members])
-        except CostModelError:
-            continue  # every labelled trace of this fold is one query: no prediction (scores() counts it)
+        if len(y) < 5 or len(np.unique(queries[y])) < 2:
+            continue  # too few labelled traces or queries to fine-tune and early-stop: no prediction, counted
+        out[m] = MetricEnsemble([_ft(b, train, cfg, queries) for b in sim.ensembles[m].members])
     return out
 
 

@@ -433,7 +433,8 @@ def holdout_split(
     n: int, val_fraction: float, seed: int, groups: Sequence[int] | np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(train, validation) indices: a seeded random `val_fraction` of the items (at least one), or of the groups
-    when `groups` gives one id per item, so that a group is never on both sides."""
+    when `groups` gives one id per item. Grouping by query keeps a query's other placement out of training, so
+    the validation score judges generalisation to unseen queries, not memorisation."""
     rng = np.random.default_rng(seed)
     if groups is None:
         order = rng.permutation(n)
@@ -444,6 +445,9 @@ def holdout_split(
         msg = f"{g.shape[0]} group ids for {n} traces"
         raise CostModelError(msg)
     uniq = rng.permutation(np.unique(g))
+    if len(uniq) < 2:
+        msg = f"{len(uniq)} group(s) cannot be split into training and validation"
+        raise CostModelError(msg)
     in_val = np.isin(g, uniq[: max(1, int(len(uniq) * val_fraction))])
     return np.flatnonzero(~in_val), np.flatnonzero(in_val)
 

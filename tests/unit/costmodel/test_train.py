@@ -134,10 +134,6 @@ def _regenerate() -> None:
     write_traces(SAMPLE, (trace_for(SAMPLE_SEED, i) for i in range(N_SAMPLE)))
 
 
-if __name__ == "__main__":
-    _regenerate()
-
-
 def test_holdout_split_keeps_each_group_on_one_side() -> None:
     groups = np.repeat(np.arange(20), 2)  # a query's random and initial placement
     tr, va = holdout_split(40, 0.2, seed=3, groups=groups)
@@ -147,3 +143,31 @@ def test_holdout_split_keeps_each_group_on_one_side() -> None:
     assert len(plain_va) == 8 and not set(plain_tr) & set(plain_va)
     with pytest.raises(CostModelError, match="3 group ids for 40"):
         holdout_split(40, 0.2, seed=3, groups=[0, 1, 2])
+    with pytest.raises(CostModelError, match="1 group"):
+        holdout_split(4, 0.2, seed=3, groups=[5, 5, 5, 5])
+
+
+def test_fine_tune_early_stops_on_labelled_traces_of_whole_queries(monkeypatch, data, lp_model) -> None:
+    _, val, _ = data  # 50 traces; some are unsuccessful, so unlabelled for Lp
+    groups = np.arange(len(val)) // 2
+    seen = {}
+
+    def capture(train, va, cfg, init=None):
+        seen["train"], seen["val"] = train, va
+        return init
+
+    monkeypatch.setattr("adaptstream.costmodel.train.train_model", capture)
+    fine_tune(lp_model, val, seed=1, groups=groups)
+    usable = set(val.usable("proc_latency_ms").tolist())
+    assert len(usable) < len(val)  # the fixture holds unlabelled traces, so the filter is exercised
+    ids = {m["trace_id"]: i for i, m in enumerate(val.meta)}
+    tr = [ids[m["trace_id"]] for m in seen["train"].meta]
+    va = [ids[m["trace_id"]] for m in seen["val"].meta]
+    assert va and set(tr) | set(va) == usable and not set(tr) & set(va)
+    assert not set(groups[tr]) & set(groups[va])
+    with pytest.raises(CostModelError, match="2 group ids for 50"):
+        fine_tune(lp_model, val, groups=[0, 1])
+
+
+if __name__ == "__main__":
+    _regenerate()

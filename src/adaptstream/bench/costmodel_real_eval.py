@@ -25,6 +25,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -175,12 +176,9 @@ def _fine_tune(
         y = train.usable(m)
         if len(y) < 5 or len(np.unique(queries[y])) < 2:
             continue  # too few labelled traces or queries to fine-tune and early-stop: no prediction, counted
-        out[m] = MetricEnsemble([_ft(b, train, cfg, queries) for b in sim.ensembles[m].members])
+        tune = partial(fine_tune, extra=train, epochs=cfg.ft_epochs, lr=cfg.ft_lr, seed=cfg.seed, groups=queries)
+        out[m] = MetricEnsemble([tune(b) for b in sim.ensembles[m].members])
     return out
-
-
-def _ft(base: Any, train: GraphDataset, cfg: RealEvalConfig, queries: np.ndarray) -> Any:
-    return fine_tune(base, train, epochs=cfg.ft_epochs, lr=cfg.ft_lr, seed=cfg.seed, groups=queries)
 
 
 def _fit_flat(train: GraphDataset, val: GraphDataset) -> dict[str, Any]:

@@ -38,12 +38,17 @@ def _window_s(op: Any, rate_in: float) -> tuple[float, float]:
     return max(size, EPS), max(slide, EPS)
 
 
-def expected_rates(query: Any) -> dict[str, float]:
-    """Rows per second out of every operator (expected values; >= 0)."""
+def _source_rates(query: Any) -> tuple[dict[str, float], dict[str, float]]:
+    """(source rates as the testbed caps them, the testbed's nominal rate of every operator)."""
     from adaptstream.costmodel.testbed.placement import MAX_RATE, nominal_rates
 
     src = {op.id: min(MAX_RATE, _f(op, "event_rate", 0.0)) for op in query.operators if op.kind == "source"}
-    nominal = nominal_rates(query, src)
+    return src, nominal_rates(query, src)
+
+
+def expected_rates(query: Any) -> dict[str, float]:
+    """Rows per second out of every operator (expected values; >= 0)."""
+    src, nominal = _source_rates(query)
     out: dict[str, float] = {}
     for op in query.topological_order():
         ups = query.upstream(op.id)
@@ -77,10 +82,7 @@ def host_loads(query: Any, placement: dict[str, str], rates: dict[str, float]) -
     hardware only, and a GNN trained on a few hundred real traces does not learn to add rates over the operators
     placed on a host, so the sums are given as host features (like `rate_out_est`, a cardinality estimate).
     """
-    from adaptstream.costmodel.testbed.placement import MAX_RATE, nominal_rates
-
-    src = {op.id: min(MAX_RATE, _f(op, "event_rate", 0.0)) for op in query.operators if op.kind == "source"}
-    nominal = nominal_rates(query, src)
+    _, nominal = _source_rates(query)
     out: dict[str, dict[str, float]] = {}
     for op in query.operators:
         acc = out.setdefault(str(placement[op.id]), {"rows_in_est": 0.0, "rows_out_est": 0.0, "state_rows_est": 0.0})

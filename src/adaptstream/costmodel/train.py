@@ -429,6 +429,14 @@ def train_model(
     return wrapper
 
 
+def _group_ids(groups: Sequence[int] | np.ndarray, n: int) -> np.ndarray:
+    g = np.asarray(groups)
+    if g.shape[0] != n:
+        msg = f"{g.shape[0]} group ids for {n} traces"
+        raise CostModelError(msg)
+    return g
+
+
 def holdout_split(
     n: int, val_fraction: float, seed: int, groups: Sequence[int] | np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -440,10 +448,7 @@ def holdout_split(
         order = rng.permutation(n)
         n_val = max(1, int(n * val_fraction))
         return order[n_val:], order[:n_val]
-    g = np.asarray(groups)
-    if g.shape[0] != n:
-        msg = f"{g.shape[0]} group ids for {n} traces"
-        raise CostModelError(msg)
+    g = _group_ids(groups, n)
     uniq = rng.permutation(np.unique(g))
     if len(uniq) < 2:
         msg = f"{len(uniq)} group(s) cannot be split into training and validation"
@@ -473,10 +478,8 @@ def fine_tune(
         copy.deepcopy(base.model), base.stats, base.config, base.target_mu, base.target_sd, list(base.history)
     )
     usable = extra.usable(canonical_metric(base.config.metric))  # the slice must hold labelled traces
-    if groups is not None and len(groups) != len(extra):
-        msg = f"{len(groups)} group ids for {len(extra)} traces"
-        raise CostModelError(msg)
-    tr_i, va_i = holdout_split(len(usable), val_fraction, seed, None if groups is None else np.asarray(groups)[usable])
+    sub = None if groups is None else _group_ids(groups, len(extra))[usable]
+    tr_i, va_i = holdout_split(len(usable), val_fraction, seed, sub)
     tr_i, va_i = usable[tr_i], usable[va_i]
     cfg = replace(base.config, epochs=epochs, lr=lr, seed=seed, patience=max(3, epochs // 3))
     return train_model(extra.subset(tr_i), extra.subset(va_i), cfg, init=clone)

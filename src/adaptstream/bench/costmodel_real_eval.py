@@ -18,61 +18,38 @@ The models fine-tuned / trained on every corpus trace are saved under `<out>/mod
 from __future__ import annotations
 
 import json
-import math
 import os
 import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
-from functools import partial
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from adaptstream.bench.costmodel_real_fit import (
+    CANDIDATES,
+    RealEvalConfig,
+    choose_gnns,
+    fine_tune_sim,
+    fit_flat,
+    fit_real,
+    predict,
+    split_queries,
+)
 from adaptstream.bench.meta import load_range
-from adaptstream.costmodel.ensemble import CostEnsembles, MetricEnsemble
+from adaptstream.costmodel.ensemble import CostEnsembles
 from adaptstream.costmodel.model import Trace, read_traces
 from adaptstream.costmodel.qerror import balanced_accuracy, q_summary
 from adaptstream.costmodel.testbed.bprules import LATEST, RULES, recorded_rule, verdict
-from adaptstream.costmodel.train import (
-    METRICS,
-    REGRESSION,
-    SHORT,
-    GraphDataset,
-    TrainConfig,
-    fine_tune,
-    train_model,
-)
+from adaptstream.costmodel.train import METRICS, REGRESSION, SHORT, GraphDataset, TrainConfig
 from adaptstream.errors import CostModelError
 
 Log = Callable[[str], None]
-MODELS = ("sim_zero_shot", "sim_fine_tuned", "real_only", "flat_real")
+MODELS = ("sim_zero_shot", "sim_fine_tuned", "real_only", "selected", "flat_real")
 BASE_TYPES = ("linear", "2-way-join", "3-way-join")
-
-
-@dataclass(frozen=True)
-class RealEvalConfig:
-    """Sizes for a 2-core machine: the real corpus is small (tens to hundreds of traces), the simulated one is
-    subsampled."""
-
-    traces: str
-    sim_corpus: str | None = "data/costmodel_corpus"
-    folds: int = 5
-    fractions: tuple[float, ...] = (0.25, 0.5, 1.0)
-    sim_train: int = 6000
-    sim_members: int = 3
-    sim_seconds: float = 20.0
-    real_epochs: int = 150
-    real_seconds: float = 8.0
-    # fine-tuning: 40 epochs at 5e-4 (the few-shot setting) left R_O at 0.82 and S at 0.74-0.76 on 442 traces;
-    # 80 at 1e-3 gave S 0.79-0.83, R_O 0.93-0.96 over three seeds (docs/testbed.md, "fine-tuning settings")
-    ft_epochs: int = 80
-    ft_lr: float = 1e-3
-    seed: int = 0
-    sim_cache: str | None = None  # pre-trained simulated models: reused when trained with the same settings
-    bp_rule: str = LATEST  # backpressure labels as this rule judges each run (testbed/bprules.py)
 
 
 def feature_signature() -> str:
@@ -136,74 +113,6 @@ def query_folds(traces: Sequence[Trace], k: int, seed: int) -> list[int]:
     order = np.random.default_rng(seed).permutation(len(qs))
     fold_of = {qs[j]: n % k for n, j in enumerate(order)}
     return [fold_of[int(t.meta["query_index"])] for t in traces]
-
-
-def _split_queries(idx: np.ndarray, ds_q: np.ndarray, frac: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """A fraction of the training queries, then 20 % of those (at least one) for early stopping."""
-    qs = np.unique(ds_q[idx])
-    rng = np.random.default_rng(seed)
-    qs = rng.permutation(qs)[: max(2, math.ceil(len(qs) * frac))]
-    n_val = max(1, len(qs) // 5)
-    val_q, tr_q = set(qs[:n_val].tolist()), set(qs[n_val:].tolist())
-    return np.array([i for i in idx if ds_q[i] in tr_q]), np.array([i for i in idx if ds_q[i] in val_q])
-
-
-def _fit_real(train: GraphDataset, val: GraphDataset, cfg: RealEvalConfig) -> dict[str, MetricEnsemble]:
-    out = {}
-    for m in METRICS:
-        tc = TrainConfig(metric=m, epochs=cfg.real_epochs, batch_size=32, patience=20, seed=cfg.seed)
-        try:
-            out[m] = MetricEnsemble([train_model(train, val, _timed(tc, cfg.real_seconds))])
-        except CostModelError:
-            continue  # too few labelled traces for this metric in this fold: no prediction
-    return out
-
-
-def _timed(tc: TrainConfig, seconds: float) -> TrainConfig:
-    from dataclasses import replace
-
-    return replace(tc, max_seconds=seconds)
-
-
-def _fine_tune(
-    sim: CostEnsembles, train: GraphDataset, cfg: RealEvalConfig, queries: np.ndarray
-) -> dict[str, MetricEnsemble]:
-    """Fine-tune every simulated member; early stopping on whole held-back queries (`queries`: one per trace)."""
-    out = {}
-    for m in METRICS:
-        if m not in sim.ensembles:
-            continue
-        y = train.usable(m)
-        if len(y) < 5 or len(np.unique(queries[y])) < 2:
-            continue  # too few labelled traces or queries to fine-tune and early-stop: no prediction, counted
-        tune = partial(fine_tune, extra=train, epochs=cfg.ft_epochs, lr=cfg.ft_lr, seed=cfg.seed, groups=queries)
-        out[m] = MetricEnsemble([tune(b) for b in sim.ensembles[m].members])
-    return out
-
-
-def _fit_flat(train: GraphDataset, val: GraphDataset) -> dict[str, Any]:
-    from adaptstream.costmodel.flat import FlatVectorModel
-
-    out = {}
-    for m in METRICS:
-        try:
-            out[m] = FlatVectorModel.fit(train, val, metrics=[m], n_estimators=200)
-        except CostModelError:
-            continue
-        except Exception as exc:  # lightgbm refuses one-class labels in a tiny fold
-            if "label" not in str(exc).lower():
-                raise
-    return out
-
-
-def _predict(models: dict[str, Any], ds: GraphDataset) -> dict[str, np.ndarray]:
-    out = {}
-    for m, model in models.items():
-        if isinstance(model, MetricEnsemble):
-            out[m] = model.predict(ds.graphs)
-        else:
-            out[m] = model.predict_graphs(ds.graphs)[m]
-    return out
 
 
 def scores(pred: dict[str, np.ndarray], ds: GraphDataset) -> dict[str, Any]:
@@ -276,57 +185,86 @@ def scores_by_type(pred: dict[str, np.ndarray], ds: GraphDataset, qtypes: Sequen
     return out
 
 
+def _fit_fold(
+    ds: GraphDataset,
+    train_idx: np.ndarray,
+    qidx: np.ndarray,
+    sim: CostEnsembles | None,
+    cfg: RealEvalConfig,
+    frac: float,
+    seed: int,
+) -> dict[str, dict[str, Any]]:
+    """Every model fitted on a fraction of the queries in `train_idx` (20 % of those for early stopping)."""
+    tr_i, va_i = split_queries(train_idx, qidx, frac, seed)
+    train, val = ds.subset(tr_i), ds.subset(va_i)
+    fitted = {"real_only": fit_real(train, val, cfg), "flat_real": fit_flat(train, val)}
+    if sim is not None:
+        both = np.concatenate([tr_i, va_i])
+        fitted["sim_fine_tuned"] = fine_tune_sim(sim, ds.subset(both), cfg, qidx[both])
+    return fitted
+
+
 def cross_validate(
     traces: list[Trace], sim: CostEnsembles | None, cfg: RealEvalConfig, log: Log
-) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    """Out-of-fold predictions for every model and training fraction, scored; and per query type for the largest
-    fraction."""
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """Out-of-fold predictions for every model and training fraction, scored; per query type for the largest
+    fraction; and, per fold, which GNN the per-metric choice (`selected`, largest fraction only) took and why."""
     ds = GraphDataset.from_traces(traces)
     folds = np.array(query_folds(traces, cfg.folds, cfg.seed))
     qidx = np.array([int(t.meta["query_index"]) for t in traces])
     n = len(traces)
     results: dict[str, dict[str, Any]] = {}
     by_type: dict[str, dict[str, Any]] = {}
+    choices: list[dict[str, Any]] = []
     qtypes, top = [t.query.query_type for t in traces], max(cfg.fractions)
     if sim is not None:
         results["sim_zero_shot"] = {"1.0": scores(sim.predict_graphs(ds.graphs), ds)}
     for frac in cfg.fractions:
         oof: dict[str, dict[str, np.ndarray]] = {k: {m: np.full(n, np.nan) for m in METRICS} for k in MODELS[1:]}
         for f in range(cfg.folds):
-            test = np.flatnonzero(folds == f)
-            tr_i, va_i = _split_queries(np.flatnonzero(folds != f), qidx, frac, cfg.seed + f)
-            train, val, te = ds.subset(tr_i), ds.subset(va_i), ds.subset(test)
-            fitted = {"real_only": _fit_real(train, val, cfg), "flat_real": _fit_flat(train, val)}
-            if sim is not None:
-                both = np.concatenate([tr_i, va_i])
-                fitted["sim_fine_tuned"] = _fine_tune(sim, ds.subset(both), cfg, qidx[both])
+            test, train_idx = np.flatnonzero(folds == f), np.flatnonzero(folds != f)
+            fitted = _fit_fold(ds, train_idx, qidx, sim, cfg, frac, cfg.seed + f)
             for name, models in fitted.items():
-                for m, p in _predict(models, te).items():
+                for m, p in predict(models, ds.subset(test)).items():
                     oof[name][m][test] = p
-            log(f"  fraction {frac:.2f} fold {f + 1}/{cfg.folds}: {len(tr_i)} train / {len(test)} held-out traces")
+            if frac == top:
+                pick, val_scores = choose_gnns(sim, ds, train_idx, qidx, cfg, cfg.seed + 1000 + f)
+                choices.append({"fold": f, "choice": {SHORT[m]: c for m, c in pick.items()}, "scores": val_scores})
+                for m, c in pick.items():
+                    oof["selected"][m][test] = oof[c][m][test]
+            log(f"  fraction {frac:.2f} fold {f + 1}/{cfg.folds}: {len(test)} held-out traces")
         for name, preds in oof.items():
-            if name == "sim_fine_tuned" and sim is None:
+            if (name == "sim_fine_tuned" and sim is None) or (name == "selected" and frac != top):
                 continue
             results.setdefault(name, {})[f"{frac}"] = scores(preds, ds)
             if frac == top:
                 by_type[name] = scores_by_type(preds, ds, qtypes)
-    return results, by_type
+    return results, by_type, choices
 
 
-def final_models(traces: list[Trace], sim: CostEnsembles | None, cfg: RealEvalConfig, out: Path) -> list[str]:
-    """Models on every corpus trace for `testbed-corpus --chooser`: gnn = fine-tuned simulated model (or real-only
-    without a simulated corpus), flat = LightGBM."""
+def final_models(
+    traces: list[Trace], sim: CostEnsembles | None, cfg: RealEvalConfig, out: Path
+) -> tuple[list[str], dict[str, str]]:
+    """Models on every corpus trace for `testbed-corpus --chooser`: gnn = per metric the GNN (fine-tuned or
+    real-only) chosen on held-back queries as in `cross_validate`, flat = LightGBM. Returns the metrics and the
+    choice."""
     from adaptstream.costmodel.flat import FlatVectorModel
 
     ds = GraphDataset.from_traces(traces)
     qidx = np.array([int(t.meta["query_index"]) for t in traces])
-    tr_i, va_i = _split_queries(np.arange(len(ds)), qidx, 1.0, cfg.seed)
-    ens = _fine_tune(sim, ds, cfg, qidx) if sim is not None else _fit_real(ds.subset(tr_i), ds.subset(va_i), cfg)
-    info = {"trained_on": f"{len(ds)} real testbed traces", "fine_tuned_from_simulated": sim is not None}
+    everything = np.arange(len(ds))
+    pick, _ = choose_gnns(sim, ds, everything, qidx, cfg, cfg.seed + 1000)
+    fitted = _fit_fold(ds, everything, qidx, sim, cfg, 1.0, cfg.seed)
+    ens = {m: fitted[c][m] for m, c in pick.items() if m in fitted[c]}
+    info = {
+        "trained_on": f"{len(ds)} real testbed traces",
+        "chosen_per_metric": {SHORT[m]: c for m, c in pick.items()},
+        "fine_tuned_from_simulated": sorted(SHORT[m] for m, c in pick.items() if c == "sim_fine_tuned"),
+    }
     CostEnsembles(ens, info).save(out / "gnn")
-    flat = _fit_flat(ds.subset(tr_i), ds.subset(va_i))
+    flat = fitted["flat_real"]
     FlatVectorModel({m: f.boosters[m] for m, f in flat.items()}, {"n_estimators": 200}).save(out / "flat")
-    return sorted(ens)
+    return sorted(ens), {SHORT[m]: c for m, c in pick.items()}
 
 
 def exp2_speedups(traces: Sequence[Trace]) -> dict[str, Any]:
@@ -422,8 +360,8 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
     main_exp2 = [t for t in exp2 if host_set(t) == sets[0]]  # the targets judge the corpus' own host set
     choosers = sorted({str(t.meta.get("chooser", "")) for t in main_exp2})
     sim = train_sim(cfg, log)
-    cv, cv_by_type = cross_validate(corpus, sim, cfg, log)
-    models = final_models(corpus, sim, cfg, models_dir)
+    cv, cv_by_type, choices = cross_validate(corpus, sim, cfg, log)
+    models, final_pick = final_models(corpus, sim, cfg, models_dir)
     log(f"models for --chooser written to {models_dir} (metrics {', '.join(SHORT[m] for m in models)})")
     res = {
         "config": asdict(cfg),
@@ -443,6 +381,7 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
         "load1": load_range(corpus),
         "cv": cv,
         "cv_by_type": cv_by_type,
+        "selection": {"candidates": list(CANDIDATES), "per_fold": choices, "final_models": final_pick},
         "corpus_hosts": sets[0],
         "exp2": exp2_speedups(main_exp2),
         "exp2_load1": {c: load_range([t for t in main_exp2 if t.meta.get("chooser") == c]) for c in choosers},

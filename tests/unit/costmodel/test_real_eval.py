@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from adaptstream.bench import costmodel_real_eval as ev
+from adaptstream.bench import costmodel_real_fit as fit
 from adaptstream.bench import costmodel_real_report as rep
 from adaptstream.costmodel.cli_data import _load_chooser
 from adaptstream.costmodel.generate import initial_placement, placement_violations
@@ -107,8 +108,33 @@ def test_scores_count_unpredicted_traces() -> None:
     assert s["T"]["n"] == 0 and "no model" in s["T"]["note"]
 
 
+def test_pick_takes_the_lower_score_per_metric_and_the_fine_tuned_gnn_on_ties() -> None:
+    inf = math.inf
+    scored = {
+        "sim_fine_tuned": {"throughput": 1.6, "e2e_latency_ms": 1.2, "proc_latency_ms": inf, "backpressure": 0.1},
+        "real_only": {"throughput": 1.3, "e2e_latency_ms": 1.2, "proc_latency_ms": 1.4, "backpressure": 0.2},
+    }
+    got = fit.pick(scored)
+    assert got["throughput"] == "real_only" and got["proc_latency_ms"] == "real_only"
+    assert got["e2e_latency_ms"] == "sim_fine_tuned" and got["backpressure"] == "sim_fine_tuned"
+    assert got["success"] == "sim_fine_tuned"  # no score for either: the first candidate
+    assert fit.pick({"real_only": scored["real_only"]})["throughput"] == "real_only"  # no simulated corpus
+
+
+def test_validation_score_of_missing_or_unlabelled_predictions_is_infinite() -> None:
+    ds = ev.GraphDataset.from_traces(_as_real(10))
+    lp = ds.column("proc_latency_ms")
+    assert fit._score("proc_latency_ms", ds, None) == math.inf
+    assert fit._score("proc_latency_ms", ds, np.full(len(ds), np.nan)) == math.inf
+    assert math.isclose(fit._score("proc_latency_ms", ds, lp * 3.0), 3.0)
+    assert fit._score("success", ds, ds.column("success").astype(float)) == 0.0  # every class recalled
+    assert fit._score("success", ds, 1.0 - ds.column("success").astype(float)) == 1.0  # none recalled
+
+
 @pytest.mark.slow
-def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(tmp_path: Path) -> None:
+def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sim = tmp_path / "sim"
     sim.mkdir()
     simt = list(read_traces(FIX))[60:]
@@ -142,7 +168,23 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(tmp_path: P
         real_seconds=1.0,
         sim_cache=str(tmp_path / "simc"),
     )
+    chosen: list[dict] = []
+
+    def fixed_choice(*a: object, **k: object) -> tuple[dict[str, str], dict]:
+        pick, scored = fit.choose_gnns(*a, **k)  # type: ignore[arg-type]
+        chosen.append(pick)
+        assert set(scored) == set(fit.CANDIDATES) and set(pick) == set(ev.METRICS)
+        # a choice that differs between metrics, so the test sees which model's predictions `selected` holds
+        return {m: "real_only" if m == "throughput" else "sim_fine_tuned" for m in pick}, scored
+
+    monkeypatch.setattr(ev, "choose_gnns", fixed_choice)
     res = ev.run(cfg, tmp_path / "models", log=lambda s: None)
+    assert len(chosen) == 3  # one per fold and one for the saved models
+    top = {name: per["1.0"] for name, per in res["cv"].items()}
+    assert top["selected"]["T"] == top["real_only"]["T"]
+    assert top["selected"]["Lp"] == top["sim_fine_tuned"]["Lp"]
+    assert [row["choice"]["T"] for row in res["selection"]["per_fold"]] == ["real_only", "real_only"]
+    assert res["selection"]["final_models"]["Lp"] == "sim_fine_tuned"
     assert res["n_traces"] == 40 and res["n_queries"] == 20
     assert set(res["cv"]) == set(ev.MODELS)
     assert res["cv"]["sim_fine_tuned"]["1.0"]["Lp"]["n"] > 0
@@ -170,7 +212,10 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(tmp_path: P
     verdicts = [r[3] for r in rep.targets(res)]
     q50 = js["qerror_median"]
     assert ("**met**" in verdicts[0]) == all(v <= rep.Q_TARGET for v in q50.values())
-    assert "not measured" in verdicts[2]  # one Exp. 2 query of one type only
+    assert "not measured" in verdicts[-1]  # one Exp. 2 query of one type only
+    assert len(verdicts) == 5  # the selected GNN's two rows, the fine-tuned GNN's two for reference, Exp. 2
+    assert "### Per-metric choice of `selected`" in out.read_text()
+    assert js["model"] == "selected" and set(js["by_model"]) == set(ev.MODELS)
     assert sum(row["n"] for row in res["exp2"]["gnn"].values()) == 1
     assert "REAL testbed" in out.read_text()
     assert "20 traces recorded under `end-backlog` left out of R_O" in out.read_text()

@@ -88,16 +88,23 @@ def repeatability(traces: Sequence[Trace]) -> dict[str, Any]:
         }
     for short, verdicts in _class_verdicts(ps).items():
         res["classes"][short] = _agreement(verdicts)
+    res["classes_by_type"] = {
+        qt: {k: _agreement(v) for k, v in _class_verdicts(sub, RULES[:1]).items()}
+        for qt in sorted({a.query.query_type for a, _ in ps})
+        for sub in [[(a, b) for a, b in ps if a.query.query_type == qt]]
+    }
     res["load1_first"] = load_range([a for a, _ in ps])
     res["load1_repeat"] = load_range([b for _, b in ps])
     res["rows"] = [_row(a, b) for a, b in ps]
     return res
 
 
-def _class_verdicts(ps: Sequence[tuple[Trace, Trace]]) -> dict[str, list[tuple[bool, bool]]]:
+def _class_verdicts(
+    ps: Sequence[tuple[Trace, Trace]], rules: Sequence[str] = RULES
+) -> dict[str, list[tuple[bool, bool]]]:
     """(first, repeat) verdicts per class; backpressure once per rule, over the pairs where both runs have it."""
     out: dict[str, list[tuple[bool, bool]]] = {}
-    for rule in RULES:
+    for rule in rules:
         both = [(verdict(a, rule), verdict(b, rule)) for a, b in ps]
         out[f"R_O ({rule})"] = [(x, y) for x, y in both if x is not None and y is not None]
     out["S"] = [(bool(_label(a, "success")), bool(_label(b, "success"))) for a, b in ps]
@@ -204,6 +211,7 @@ def markdown(res: dict[str, Any], command: str, meta: dict[str, Any]) -> str:
         same = f"{d['agreement']:.0%}" if "agreement" in d else "-"
         bal = f"{d['balanced_agreement']:.0%}" if "balanced_agreement" in d else "-"
         lines.append(f"| {k} | {d['n']} | {same} | {bal} | {d['positives_first']} / {d['positives_repeat']} |")
+    lines += _by_type(res)
     lines += [
         "",
         "## Every pair (first run / repeat)",
@@ -216,6 +224,27 @@ def markdown(res: dict[str, Any], command: str, meta: dict[str, Any]) -> str:
         cells = [" / ".join(_f(v, 1) for v in r[k]) for k in keys]
         lines.append(f"| {r['id']} | {r['type']} | {r['kind']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _by_type(res: dict[str, Any]) -> list[str]:
+    """Class agreement per query type: where the failures are (absent in reports before 2026-11-27)."""
+    per = res.get("classes_by_type") or {}
+    if not per:
+        return []
+    lines = [
+        "",
+        f"Per query type (backpressure by the newest rule, `{RULES[0]}`):",
+        "",
+        "| query type | class | pairs | same label in both runs | balanced agreement | positives (first / repeat) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for qt, classes in per.items():
+        for k, d in classes.items():
+            same = f"{d['agreement']:.0%}" if "agreement" in d else "-"
+            bal = f"{d['balanced_agreement']:.0%}" if "balanced_agreement" in d else "-"
+            pos = f"{d['positives_first']} / {d['positives_repeat']}"
+            lines.append(f"| {qt} | {k.split(' ')[0]} | {d['n']} | {same} | {bal} | {pos} |")
+    return lines
 
 
 def plot(res: dict[str, Any], path: Path) -> None:

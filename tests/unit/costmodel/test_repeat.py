@@ -93,6 +93,7 @@ def test_repeats_stay_out_of_the_corpus_and_report_is_written(tmp_path: Path) ->
     text = md.read_text()
     assert "| T | 2 | 1.50 | 1.95 |" in text and "tb-0-00001" in text
     assert "| R_O (lag-growth) | 0 | - | - | 0 / 0 |" in text
+    assert "Per query type (backpressure by the newest rule" in text
     assert (tmp_path / "out" / "costmodel_repeat.png").stat().st_size > 0
 
 
@@ -104,3 +105,20 @@ def test_load_correlation_sign() -> None:
     assert res["regression"]["Le"]["load_spearman"] == pytest.approx(-1.0)
     assert res["regression"]["T"]["load_spearman"] is None  # T never changes: no correlation to speak of
     assert rep._spearman([1, 2, 3], [3, 2, 1]) is None  # too few points
+
+
+def test_class_agreement_per_query_type_counts_each_type_apart() -> None:
+    ts: list[Trace] = []
+    oks = [(True, True), (False, True), (False, False), (True, True)]
+    for i, (a, b) in enumerate(oks):
+        ts += _pair(i, _lab(1.0, 1.0, ok=a), _lab(1.0, 1.0, ok=b))
+    res = rep.repeatability(ts)
+    per = res["classes_by_type"]
+    kinds = [t.query.query_type for t in ts[::2]]
+    assert set(per) == set(kinds)
+    for qt, classes in per.items():
+        mine = [p for p, k in zip(oks, kinds, strict=True) if k == qt]
+        assert classes["S"]["n"] == len(mine)
+        assert classes["S"]["agreement"] == pytest.approx(sum(a == b for a, b in mine) / len(mine), abs=1e-3)
+        assert set(classes) == {"R_O (lag-or-stuck)", "S"}  # the newest rule only
+    assert sum(c["S"]["n"] for c in per.values()) == res["classes"]["S"]["n"] == 4

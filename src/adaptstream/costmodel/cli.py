@@ -283,7 +283,7 @@ def evaluate_real(
     sim_train: Annotated[int, typer.Option(help="simulated traces to pre-train on")] = 6000,
     seed: Annotated[int, typer.Option()] = 0,
 ) -> None:
-    """Held-out accuracy on REAL testbed traces (zero-shot, fine-tuned, real-only, flat) and Exp. 2 speed-ups."""
+    """Held-out accuracy on REAL testbed traces (zero-shot, fine-tuned, real-only, selected, flat), Exp. 2 speed-ups."""
     import sys
     import time
 

@@ -18,6 +18,7 @@ The models fine-tuned / trained on every corpus trace are saved under `<out>/mod
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import time
@@ -229,7 +230,7 @@ def cross_validate(
                     oof[name][m][test] = p
             if frac == top:
                 pick, val_scores = choose_gnns(sim, ds, train_idx, qidx, cfg, cfg.seed + 1000 + f)
-                choices.append({"fold": f, "choice": {SHORT[m]: c for m, c in pick.items()}, "scores": val_scores})
+                choices.append({"fold": f, "choice": _short(pick), "scores": _finite(val_scores)})
                 for m, c in pick.items():
                     oof["selected"][m][test] = oof[c][m][test]
             log(f"  fraction {frac:.2f} fold {f + 1}/{cfg.folds}: {len(test)} held-out traces")
@@ -240,6 +241,17 @@ def cross_validate(
             if frac == top:
                 by_type[name] = scores_by_type(preds, ds, qtypes)
     return results, by_type, choices
+
+
+def _short(per_metric: dict[str, Any]) -> dict[str, Any]:
+    return {SHORT[m]: v for m, v in per_metric.items()}
+
+
+def _finite(scored: dict[str, dict[str, float]]) -> dict[str, dict[str, float | None]]:
+    """Validation scores by short metric name, None where there was nothing to score (JSON has no infinity)."""
+    return {
+        c: _short({m: round(v, 4) if math.isfinite(v) else None for m, v in per.items()}) for c, per in scored.items()
+    }
 
 
 def final_models(
@@ -258,13 +270,13 @@ def final_models(
     ens = {m: fitted[c][m] for m, c in pick.items() if m in fitted[c]}
     info = {
         "trained_on": f"{len(ds)} real testbed traces",
-        "chosen_per_metric": {SHORT[m]: c for m, c in pick.items()},
+        "chosen_per_metric": _short(pick),
         "fine_tuned_from_simulated": sorted(SHORT[m] for m, c in pick.items() if c == "sim_fine_tuned"),
     }
     CostEnsembles(ens, info).save(out / "gnn")
     flat = fitted["flat_real"]
     FlatVectorModel({m: f.boosters[m] for m, f in flat.items()}, {"n_estimators": 200}).save(out / "flat")
-    return sorted(ens), {SHORT[m]: c for m, c in pick.items()}
+    return sorted(ens), _short(pick)
 
 
 def exp2_speedups(traces: Sequence[Trace]) -> dict[str, Any]:

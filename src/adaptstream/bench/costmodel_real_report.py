@@ -12,7 +12,6 @@ from adaptstream.bench.meta import load_text
 from adaptstream.costmodel.train import METRICS, SHORT
 
 SHORTS = tuple(SHORT[m] for m in METRICS)
-LONG = {SHORT[m]: m for m in METRICS}
 
 Q_TARGET = 1.5
 ACC_TARGET = 0.90
@@ -240,7 +239,7 @@ def _selection(res: dict[str, Any]) -> list[str]:
     for row in sel["per_fold"]:
         cells = []
         for k in SHORTS:
-            sc = " / ".join(_f(row["scores"].get(c, {}).get(LONG[k])) for c in sel["candidates"])
+            sc = " / ".join(_f(row["scores"].get(c, {}).get(k)) for c in sel["candidates"])
             cells.append(f"{row['choice'].get(k, '-')} ({sc})")
         lines.append(f"| {row['fold'] + 1} | " + " | ".join(cells) + " |")
     final = sel.get("final_models") or {}

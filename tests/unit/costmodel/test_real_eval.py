@@ -185,6 +185,7 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(
     assert top["selected"]["Lp"] == top["sim_fine_tuned"]["Lp"]
     assert [row["choice"]["T"] for row in res["selection"]["per_fold"]] == ["real_only", "real_only"]
     assert res["selection"]["final_models"]["Lp"] == "sim_fine_tuned"
+    json.dumps(res["selection"], allow_nan=False)  # scores with nothing to score are None, not infinity
     assert res["n_traces"] == 40 and res["n_queries"] == 20
     assert set(res["cv"]) == set(ev.MODELS)
     assert res["cv"]["sim_fine_tuned"]["1.0"]["Lp"]["n"] > 0

@@ -33,6 +33,7 @@ import numpy as np
 from adaptstream.bench.costmodel_real_fit import (
     CANDIDATES,
     RealEvalConfig,
+    available,
     choose_gnns,
     fine_tune_sim,
     fit_flat,
@@ -230,6 +231,7 @@ def cross_validate(
                     oof[name][m][test] = p
             if frac == top:
                 pick, val_scores = choose_gnns(sim, ds, train_idx, qidx, cfg, cfg.seed + 1000 + f)
+                pick = available(pick, fitted)
                 choices.append({"fold": f, "choice": _short(pick), "scores": _finite(val_scores)})
                 for m, c in pick.items():
                     oof["selected"][m][test] = oof[c][m][test]
@@ -267,11 +269,12 @@ def final_models(
     everything = np.arange(len(ds))
     pick, _ = choose_gnns(sim, ds, everything, qidx, cfg, cfg.seed + 1000)
     fitted = _fit_fold(ds, everything, qidx, sim, cfg, 1.0, cfg.seed)
-    ens = {m: fitted[c][m] for m, c in pick.items() if m in fitted[c]}
+    pick = available(pick, fitted)
+    ens = {m: fitted[c][m] for m, c in pick.items() if m in fitted.get(c, {})}
     info = {
         "trained_on": f"{len(ds)} real testbed traces",
         "chosen_per_metric": _short(pick),
-        "fine_tuned_from_simulated": sorted(SHORT[m] for m, c in pick.items() if c == "sim_fine_tuned"),
+        "fine_tuned_from_simulated": sorted(SHORT[m] for m, c in pick.items() if c == "sim_fine_tuned" and m in ens),
     }
     CostEnsembles(ens, info).save(out / "gnn")
     flat = fitted["flat_real"]

@@ -54,6 +54,7 @@ def split_queries(idx: np.ndarray, ds_q: np.ndarray, frac: float, seed: int) -> 
 
 
 def fit_real(train: GraphDataset, val: GraphDataset, cfg: RealEvalConfig) -> dict[str, MetricEnsemble]:
+    """One GNN per metric on real traces only, early-stopped on `val`; a metric with too few labels gets none."""
     out = {}
     for m in METRICS:
         tc = TrainConfig(metric=m, epochs=cfg.real_epochs, batch_size=32, patience=20, seed=cfg.seed)
@@ -85,6 +86,7 @@ def fine_tune_sim(
 
 
 def fit_flat(train: GraphDataset, val: GraphDataset) -> dict[str, Any]:
+    """The flat-vector LightGBM baseline per metric; a metric LightGBM cannot fit (one class) gets none."""
     from adaptstream.costmodel.flat import FlatVectorModel
 
     out = {}
@@ -100,6 +102,7 @@ def fit_flat(train: GraphDataset, val: GraphDataset) -> dict[str, Any]:
 
 
 def predict(models: dict[str, Any], ds: GraphDataset) -> dict[str, np.ndarray]:
+    """Predictions per metric from GNN ensembles or flat models alike."""
     out = {}
     for m, model in models.items():
         if isinstance(model, MetricEnsemble):
@@ -143,6 +146,16 @@ def _score(metric: str, ds: GraphDataset, pred: np.ndarray | None) -> float:
         return math.inf
     s = validation_score(metric, ds.column(metric)[idx][have], p[have])
     return s if math.isfinite(s) else math.inf
+
+
+def available(pick_: dict[str, str], fitted: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """The choice with every metric the chosen GNN has no model for (too few labels) moved to a candidate that
+    has one; a metric no candidate has stays as chosen (no prediction, counted as such)."""
+    out = {}
+    for m, c in pick_.items():
+        have = [x for x in CANDIDATES if m in fitted.get(x, {})]
+        out[m] = c if c in have or not have else have[0]
+    return out
 
 
 def pick(scored: dict[str, dict[str, float]]) -> dict[str, str]:

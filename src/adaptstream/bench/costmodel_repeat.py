@@ -23,7 +23,7 @@ import numpy as np
 from adaptstream.bench.meta import load_range, load_text
 from adaptstream.costmodel.model import Trace, read_traces
 from adaptstream.costmodel.qerror import balanced_accuracy, q_errors
-from adaptstream.costmodel.testbed.bprules import RULES, recorded_rule, verdict
+from adaptstream.costmodel.testbed.bprules import LATEST, RULES, recorded_rule, verdict
 from adaptstream.errors import CostModelError
 
 REG = {"T": "throughput", "Le": "e2e_latency_ms", "Lp": "proc_latency_ms"}
@@ -89,7 +89,7 @@ def repeatability(traces: Sequence[Trace]) -> dict[str, Any]:
     for short, verdicts in _class_verdicts(ps).items():
         res["classes"][short] = _agreement(verdicts)
     res["classes_by_type"] = {
-        qt: {k: _agreement(v) for k, v in _class_verdicts(sub, RULES[:1]).items()}
+        qt: {k: _agreement(v) for k, v in _class_verdicts(sub, (LATEST,)).items()}
         for qt in sorted({a.query.query_type for a, _ in ps})
         for sub in [[(a, b) for a, b in ps if a.query.query_type == qt]]
     }
@@ -233,7 +233,7 @@ def _by_type(res: dict[str, Any]) -> list[str]:
         return []
     lines = [
         "",
-        f"Per query type (backpressure by the newest rule, `{RULES[0]}`):",
+        f"Per query type (backpressure by the newest rule, `{LATEST}`):",
         "",
         "| query type | class | pairs | same label in both runs | balanced agreement | positives (first / repeat) |",
         "|---|---|---|---|---|---|",

@@ -259,7 +259,7 @@ class TrainedModel:
         if self.is_regression:
             z = raw * self.target_sd + self.target_mu + (0.0 if prior is None else prior)
             return np.expm1(np.clip(z, -20.0, 40.0)).clip(min=0.0)
-        return 1.0 / (1.0 + np.exp(-np.clip(raw, -50.0, 50.0)))  # a logit past +-50 is 0 or 1 in float64 anyway
+        return 1.0 / (1.0 + np.exp(-np.clip(raw, -50.0, 50.0)))  # keeps exp from overflowing; same side of 0.5
 
     def predict(self, graphs: Sequence[RawGraph]) -> np.ndarray:
         return self.decode(self.raw_outputs(graphs), log_prior(graphs, self.config))

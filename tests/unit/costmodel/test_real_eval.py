@@ -11,6 +11,7 @@ import math
 import statistics
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -121,6 +122,13 @@ def test_pick_takes_the_lower_score_per_metric_and_the_fine_tuned_gnn_on_ties() 
     assert fit.pick({"real_only": scored["real_only"]})["throughput"] == "real_only"  # no simulated corpus
 
 
+def test_a_choice_without_a_model_moves_to_the_candidate_that_has_one() -> None:
+    fitted = {"sim_fine_tuned": {"throughput": 1}, "real_only": {"throughput": 1, "success": 1}}
+    got = fit.available({"throughput": "real_only", "success": "sim_fine_tuned", "backpressure": "real_only"}, fitted)
+    assert got == {"throughput": "real_only", "success": "real_only", "backpressure": "real_only"}
+    assert fit.available({"success": "sim_fine_tuned"}, {"real_only": {}}) == {"success": "sim_fine_tuned"}
+
+
 def test_validation_score_of_missing_or_unlabelled_predictions_is_infinite() -> None:
     ds = ev.GraphDataset.from_traces(_as_real(10))
     lp = ds.column("proc_latency_ms")
@@ -168,11 +176,13 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(
         real_seconds=1.0,
         sim_cache=str(tmp_path / "simc"),
     )
-    chosen: list[dict] = []
+    chosen: list[dict[str, str]] = []
+    seen: list[set[int]] = []  # the queries each choice was made on
 
-    def fixed_choice(*a: object, **k: object) -> tuple[dict[str, str], dict]:
-        pick, scored = fit.choose_gnns(*a, **k)  # type: ignore[arg-type]
+    def fixed_choice(*a: Any, **k: Any) -> tuple[dict[str, str], dict[str, dict[str, float]]]:
+        pick, scored = fit.choose_gnns(*a, **k)
         chosen.append(pick)
+        seen.append({int(q) for q in a[3][a[2]]})
         assert set(scored) == set(fit.CANDIDATES) and set(pick) == set(ev.METRICS)
         # a choice that differs between metrics, so the test sees which model's predictions `selected` holds
         return {m: "real_only" if m == "throughput" else "sim_fine_tuned" for m in pick}, scored
@@ -180,6 +190,11 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(
     monkeypatch.setattr(ev, "choose_gnns", fixed_choice)
     res = ev.run(cfg, tmp_path / "models", log=lambda s: None)
     assert len(chosen) == 3  # one per fold and one for the saved models
+    folds = ev.query_folds(corpus, 2, 0)
+    for f in range(2):  # a fold's choice never sees the queries it is tested on
+        tested = {int(t.meta["query_index"]) for t, g in zip(corpus, folds, strict=True) if g == f}
+        assert seen[f] and not seen[f] & tested
+    assert seen[2] == {int(t.meta["query_index"]) for t in corpus}  # the saved models' choice: every query
     top = {name: per["1.0"] for name, per in res["cv"].items()}
     assert top["selected"]["T"] == top["real_only"]["T"]
     assert top["selected"]["Lp"] == top["sim_fine_tuned"]["Lp"]
@@ -217,6 +232,7 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(
     assert len(verdicts) == 5  # the selected GNN's two rows, the fine-tuned GNN's two for reference, Exp. 2
     assert "### Per-metric choice of `selected`" in out.read_text()
     assert js["model"] == "selected" and set(js["by_model"]) == set(ev.MODELS)
+    json.dumps(js, allow_nan=False)  # no NaN or infinity anywhere in the report's JSON
     assert sum(row["n"] for row in res["exp2"]["gnn"].values()) == 1
     assert "REAL testbed" in out.read_text()
     assert "20 traces recorded under `end-backlog` left out of R_O" in out.read_text()

@@ -108,17 +108,19 @@ def test_load_correlation_sign() -> None:
 
 
 def test_class_agreement_per_query_type_counts_each_type_apart() -> None:
+    # fixture traces 2, 4, 5, 7 are linear queries, 0 and 6 2-way joins
+    oks = {2: (True, True), 4: (False, False), 5: (False, True), 7: (True, True), 0: (True, False), 6: (True, True)}
     ts: list[Trace] = []
-    oks = [(True, True), (False, True), (False, False), (True, True)]
-    for i, (a, b) in enumerate(oks):
+    for i, (a, b) in oks.items():
         ts += _pair(i, _lab(1.0, 1.0, ok=a), _lab(1.0, 1.0, ok=b))
     res = rep.repeatability(ts)
     per = res["classes_by_type"]
-    kinds = [t.query.query_type for t in ts[::2]]
-    assert set(per) == set(kinds)
-    for qt, classes in per.items():
-        mine = [p for p, k in zip(oks, kinds, strict=True) if k == qt]
-        assert classes["S"]["n"] == len(mine)
-        assert classes["S"]["agreement"] == pytest.approx(sum(a == b for a, b in mine) / len(mine), abs=1e-3)
-        assert set(classes) == {"R_O (lag-or-stuck)", "S"}  # the newest rule only
-    assert sum(c["S"]["n"] for c in per.values()) == res["classes"]["S"]["n"] == 4
+    assert set(per) == {"linear", "2-way-join"}
+    lin = per["linear"]["S"]
+    assert (lin["n"], lin["agreement"], lin["positives_first"], lin["positives_repeat"]) == (4, 0.75, 2, 3)
+    # first predicts repeat: recalls 1 (failure) and 2/3 (success); repeat predicts first: 1/2 and 1
+    assert lin["balanced_agreement"] == pytest.approx((5 / 6 + 3 / 4) / 2, abs=1e-3)
+    two = per["2-way-join"]["S"]
+    assert (two["n"], two["agreement"]) == (2, 0.5) and "balanced_agreement" not in two  # no failed first run
+    assert set(per["linear"]) == {"R_O (lag-or-stuck)", "S"}  # the newest rule only
+    assert sum(c["S"]["n"] for c in per.values()) == res["classes"]["S"]["n"] == 6

@@ -274,7 +274,6 @@ def final_models(
     info = {
         "trained_on": f"{len(ds)} real testbed traces",
         "chosen_per_metric": _short(pick),
-        "fine_tuned_from_simulated": sorted(SHORT[m] for m, c in pick.items() if c == "sim_fine_tuned" and m in ens),
     }
     CostEnsembles(ens, info).save(out / "gnn")
     flat = fitted["flat_real"]

@@ -4,7 +4,7 @@ the per-metric choice between the two GNNs made on held-back training queries (n
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -57,16 +57,14 @@ def fit_real(train: GraphDataset, val: GraphDataset, cfg: RealEvalConfig) -> dic
     """One GNN per metric on real traces only, early-stopped on `val`; a metric with too few labels gets none."""
     out = {}
     for m in METRICS:
-        tc = TrainConfig(metric=m, epochs=cfg.real_epochs, batch_size=32, patience=20, seed=cfg.seed)
+        tc = TrainConfig(
+            metric=m, epochs=cfg.real_epochs, batch_size=32, patience=20, seed=cfg.seed, max_seconds=cfg.real_seconds
+        )
         try:
-            out[m] = MetricEnsemble([train_model(train, val, _timed(tc, cfg.real_seconds))])
+            out[m] = MetricEnsemble([train_model(train, val, tc)])
         except CostModelError:
             continue  # too few labelled traces for this metric in this fold: no prediction
     return out
-
-
-def _timed(tc: TrainConfig, seconds: float) -> TrainConfig:
-    return replace(tc, max_seconds=seconds)
 
 
 def fine_tune_sim(
@@ -159,9 +157,7 @@ def available(pick_: dict[str, str], fitted: dict[str, dict[str, Any]]) -> dict[
 
 
 def pick(scored: dict[str, dict[str, float]]) -> dict[str, str]:
-    """Per metric, the candidate with the lowest finite score; ties and all-inf go to the first in `CANDIDATES`."""
+    """Per metric, the candidate with the lowest finite score; ties and all-inf go to the first in `CANDIDATES`
+    (`min` keeps the first of equal keys)."""
     names = [c for c in CANDIDATES if c in scored]
-    out = {}
-    for m in METRICS:
-        out[m] = min(names, key=lambda c: (scored[c].get(m, math.inf), names.index(c)))
-    return out
+    return {m: min(names, key=lambda c: scored[c].get(m, math.inf)) for m in METRICS}

@@ -208,9 +208,7 @@ def markdown(res: dict[str, Any], command: str, meta: dict[str, Any]) -> str:
         "|---|---|---|---|---|",
     ]
     for k, d in res["classes"].items():
-        same = f"{d['agreement']:.0%}" if "agreement" in d else "-"
-        bal = f"{d['balanced_agreement']:.0%}" if "balanced_agreement" in d else "-"
-        lines.append(f"| {k} | {d['n']} | {same} | {bal} | {d['positives_first']} / {d['positives_repeat']} |")
+        lines.append(f"| {k} | {_agreement_cells(d)} |")
     lines += _by_type(res)
     lines += [
         "",
@@ -224,6 +222,13 @@ def markdown(res: dict[str, Any], command: str, meta: dict[str, Any]) -> str:
         cells = [" / ".join(_f(v, 1) for v in r[k]) for k in keys]
         lines.append(f"| {r['id']} | {r['type']} | {r['kind']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _agreement_cells(d: dict[str, Any]) -> str:
+    """pairs | same label | balanced agreement | positives: one class's cells, '-' where a share is missing."""
+    same = f"{d['agreement']:.0%}" if "agreement" in d else "-"
+    bal = f"{d['balanced_agreement']:.0%}" if "balanced_agreement" in d else "-"
+    return f"{d['n']} | {same} | {bal} | {d['positives_first']} / {d['positives_repeat']}"
 
 
 def _by_type(res: dict[str, Any]) -> list[str]:
@@ -240,10 +245,7 @@ def _by_type(res: dict[str, Any]) -> list[str]:
     ]
     for qt, classes in per.items():
         for k, d in classes.items():
-            same = f"{d['agreement']:.0%}" if "agreement" in d else "-"
-            bal = f"{d['balanced_agreement']:.0%}" if "balanced_agreement" in d else "-"
-            pos = f"{d['positives_first']} / {d['positives_repeat']}"
-            lines.append(f"| {qt} | {k.split(' ')[0]} | {d['n']} | {same} | {bal} | {pos} |")
+            lines.append(f"| {qt} | {k.split(' ')[0]} | {_agreement_cells(d)} |")
     return lines
 
 

@@ -210,7 +210,8 @@ def cross_validate(
     traces: list[Trace], sim: CostEnsembles | None, cfg: RealEvalConfig, log: Log
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], list[dict[str, Any]]]:
     """Out-of-fold predictions for every model and training fraction, scored; per query type for the largest
-    fraction; and, per fold, which GNN the per-metric choice (`selected`, largest fraction only) took and why."""
+    fraction; and, per fold, which GNN the per-metric choice (`selected`, largest fraction only) took and why.
+    `real_only_seeds` scores each member of the real-only ensemble alone: how much one seed's figure is luck."""
     ds = GraphDataset.from_traces(traces)
     folds = np.array(query_folds(traces, cfg.folds, cfg.seed))
     qidx = np.array([int(t.meta["query_index"]) for t in traces])
@@ -218,6 +219,7 @@ def cross_validate(
     results: dict[str, dict[str, Any]] = {}
     by_type: dict[str, dict[str, Any]] = {}
     choices: list[dict[str, Any]] = []
+    seeds: dict[int, dict[str, np.ndarray]] = {}  # the real-only ensemble's members one by one (largest fraction)
     qtypes, top = [t.query.query_type for t in traces], max(cfg.fractions)
     if sim is not None:
         results["sim_zero_shot"] = {"1.0": scores(sim.predict_graphs(ds.graphs), ds)}
@@ -230,6 +232,9 @@ def cross_validate(
                 for m, p in predict(models, ds.subset(test)).items():
                     oof[name][m][test] = p
             if frac == top:
+                for m, ens in fitted["real_only"].items():
+                    for k, p in enumerate(ens.member_predictions(ds.subset(test).graphs)):
+                        seeds.setdefault(k, {}).setdefault(m, np.full(n, np.nan))[test] = p
                 pick, val_scores = choose_gnns(sim, ds, train_idx, qidx, cfg, cfg.seed + 1000 + f)
                 pick = available(pick, fitted)
                 choices.append({"fold": f, "choice": _short(pick), "scores": _finite(val_scores)})
@@ -242,6 +247,7 @@ def cross_validate(
             results.setdefault(name, {})[f"{frac}"] = scores(preds, ds)
             if frac == top:
                 by_type[name] = scores_by_type(preds, ds, qtypes)
+    results["real_only_seeds"] = {f"{top}": [scores(seeds[k], ds) for k in sorted(seeds)]}  # run() moves it
     return results, by_type, choices
 
 
@@ -375,6 +381,7 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
     choosers = sorted({str(t.meta.get("chooser", "")) for t in main_exp2})
     sim = train_sim(cfg, log)
     cv, cv_by_type, choices = cross_validate(corpus, sim, cfg, log)
+    seed_scores = cv.pop("real_only_seeds")
     models, final_pick = final_models(corpus, sim, cfg, models_dir)
     log(f"models for --chooser written to {models_dir} (metrics {', '.join(SHORT[m] for m in models)})")
     res = {
@@ -395,6 +402,7 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
         "load1": load_range(corpus),
         "cv": cv,
         "cv_by_type": cv_by_type,
+        "real_only_seeds": seed_scores,
         "selection": {"candidates": list(CANDIDATES), "per_fold": choices, "final_models": final_pick},
         "corpus_hosts": sets[0],
         "exp2": exp2_speedups(main_exp2),

@@ -281,6 +281,7 @@ def evaluate_real(
     ] = Path("runs/costmodel_real/sim_models"),
     folds: Annotated[int, typer.Option(help="grouped k-fold over the queries")] = 5,
     sim_train: Annotated[int, typer.Option(help="simulated traces to pre-train on")] = 6000,
+    real_members: Annotated[int, typer.Option(help="seeds in the real-only GNN's ensemble per metric")] = 3,
     seed: Annotated[int, typer.Option()] = 0,
 ) -> None:
     """Held-out accuracy on REAL testbed traces (zero-shot, fine-tuned, real-only, selected, flat), Exp. 2 speed-ups."""
@@ -294,9 +295,17 @@ def evaluate_real(
 
     if folds < 2:
         raise CostModelError(f"--folds must be >= 2, got {folds}")
+    if real_members < 1:
+        raise CostModelError(f"--real-members must be >= 1, got {real_members}")
     out = report_dir("costmodel-real", out, update_docs)
     cfg = ev.RealEvalConfig(
-        str(traces), str(sim_corpus), folds=folds, sim_train=sim_train, seed=seed, sim_cache=str(sim_models)
+        str(traces),
+        str(sim_corpus),
+        folds=folds,
+        sim_train=sim_train,
+        seed=seed,
+        sim_cache=str(sim_models),
+        real_members=real_members,
     )
     res = ev.run(cfg, models, log=console.print)
     meta = {"git": git_revision(), "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}

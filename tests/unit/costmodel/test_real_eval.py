@@ -140,6 +140,18 @@ def test_validation_score_of_missing_or_unlabelled_predictions_is_infinite() -> 
 
 
 @pytest.mark.slow
+def test_real_only_gnn_is_an_ensemble_of_differently_seeded_members() -> None:
+    ds = GraphDataset.from_traces(_as_real(24))
+    cfg = fit.RealEvalConfig("unused", real_epochs=2, real_seconds=1.0, real_members=3, seed=5)
+    models = fit.fit_real(ds.subset(np.arange(18)), ds.subset(np.arange(18, 24)), cfg)
+    assert set(models) == set(ev.METRICS)
+    for ens in models.values():
+        assert [m.config.seed for m in ens.members] == [5, 6, 7]
+    probs = models["success"].member_predictions(ds.graphs)
+    assert probs.shape == (3, 24)  # the vote is taken over all three
+    assert np.array_equal(models["success"].predict(ds.graphs), (probs >= 0.5).sum(axis=0) >= 2)
+
+
 def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -174,6 +186,7 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(
         sim_seconds=1.0,
         real_epochs=3,
         real_seconds=1.0,
+        real_members=2,
         sim_cache=str(tmp_path / "simc"),
     )
     chosen: list[dict[str, str]] = []
@@ -235,6 +248,9 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(
     json.dumps(js, allow_nan=False)  # no NaN or infinity anywhere in the report's JSON
     assert sum(row["n"] for row in res["exp2"]["gnn"].values()) == 1
     assert "REAL testbed" in out.read_text()
+    assert "real training folds only (2 seeds, majority vote / mean)" in out.read_text()
+    assert len(res["real_only_seeds"]["1.0"]) == 2 and "real_only_seeds" not in res["cv"]
+    assert "the 2 members of `real_only`, each scored alone" in out.read_text()
     assert "20 traces recorded under `end-backlog` left out of R_O" in out.read_text()
     per = res["cv_by_type"]["sim_fine_tuned"]  # the largest fraction, split by query type
     assert sum(sc["n"] for sc in per.values()) == 40

@@ -208,10 +208,11 @@ def _fit_fold(
 
 def cross_validate(
     traces: list[Trace], sim: CostEnsembles | None, cfg: RealEvalConfig, log: Log
-) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
     """Out-of-fold predictions for every model and training fraction, scored; per query type for the largest
     fraction; and, per fold, which GNN the per-metric choice (`selected`, largest fraction only) took and why.
-    `real_only_seeds` scores each member of the real-only ensemble alone: how much one seed's figure is luck."""
+    Last, each member of the real-only ensemble scored alone (largest fraction): how much one seed's figure is
+    luck."""
     ds = GraphDataset.from_traces(traces)
     folds = np.array(query_folds(traces, cfg.folds, cfg.seed))
     qidx = np.array([int(t.meta["query_index"]) for t in traces])
@@ -228,12 +229,13 @@ def cross_validate(
         for f in range(cfg.folds):
             test, train_idx = np.flatnonzero(folds == f), np.flatnonzero(folds != f)
             fitted = _fit_fold(ds, train_idx, qidx, sim, cfg, frac, cfg.seed + f)
+            held_out = ds.subset(test)
             for name, models in fitted.items():
-                for m, p in predict(models, ds.subset(test)).items():
+                for m, p in predict(models, held_out).items():
                     oof[name][m][test] = p
             if frac == top:
                 for m, ens in fitted["real_only"].items():
-                    for k, p in enumerate(ens.member_predictions(ds.subset(test).graphs)):
+                    for k, p in enumerate(ens.member_predictions(held_out.graphs)):
                         seeds.setdefault(k, {}).setdefault(m, np.full(n, np.nan))[test] = p
                 pick, val_scores = choose_gnns(sim, ds, train_idx, qidx, cfg, cfg.seed + 1000 + f)
                 pick = available(pick, fitted)
@@ -247,8 +249,7 @@ def cross_validate(
             results.setdefault(name, {})[f"{frac}"] = scores(preds, ds)
             if frac == top:
                 by_type[name] = scores_by_type(preds, ds, qtypes)
-    results["real_only_seeds"] = {f"{top}": [scores(seeds[k], ds) for k in sorted(seeds)]}  # run() moves it
-    return results, by_type, choices
+    return results, by_type, choices, {f"{top}": [scores(seeds[k], ds) for k in sorted(seeds)]}
 
 
 def _short(per_metric: dict[str, Any]) -> dict[str, Any]:
@@ -380,8 +381,7 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
     main_exp2 = [t for t in exp2 if host_set(t) == sets[0]]  # the targets judge the corpus' own host set
     choosers = sorted({str(t.meta.get("chooser", "")) for t in main_exp2})
     sim = train_sim(cfg, log)
-    cv, cv_by_type, choices = cross_validate(corpus, sim, cfg, log)
-    seed_scores = cv.pop("real_only_seeds")
+    cv, cv_by_type, choices, seed_scores = cross_validate(corpus, sim, cfg, log)
     models, final_pick = final_models(corpus, sim, cfg, models_dir)
     log(f"models for --chooser written to {models_dir} (metrics {', '.join(SHORT[m] for m in models)})")
     res = {

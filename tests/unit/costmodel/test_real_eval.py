@@ -152,6 +152,7 @@ def test_real_only_gnn_is_an_ensemble_of_differently_seeded_members() -> None:
     assert np.array_equal(models["success"].predict(ds.graphs), (probs >= 0.5).sum(axis=0) >= 2)
 
 
+@pytest.mark.slow
 def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

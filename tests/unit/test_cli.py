@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -190,12 +191,35 @@ def test_costmodel_train_missing_corpus_exits_1(capsys, tmp_path):
         (("--types", "5-way-join"), "--types takes query types from"),
         (("--n", "10", "--start", "10"), "--start (10) must be"),
         (("--start", "-1"), "--start (-1) must be"),
+        (("--repeat", "--rerun-failed"), "two different reruns"),
+        (("--rerun-failed", "--chooser", "gnn"), "does not take --chooser"),
+        (("--rerun-failed", "--duration", "70"), "no failed corpus traces"),
     ],
 )
 def test_testbed_corpus_option_mistakes_fail_before_the_testbed(capsys, tmp_path, args, says):
     code, out = invoke(capsys, "costmodel", "testbed-corpus", "--out", str(tmp_path / "t.jsonl"), *args)
     assert code in (1, 2) and says in out and "Traceback" not in out
     assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_rerun_failed_needs_a_longer_duration_and_picks_the_failures(capsys, tmp_path):
+    from dataclasses import replace
+
+    from adaptstream.costmodel.cli_data import DEFAULT_HOSTS, _failed_to_rerun
+    from adaptstream.costmodel.model import read_traces, write_traces
+    from adaptstream.costmodel.testbed.hosts import parse_hosts
+
+    fix = Path(__file__).resolve().parents[1] / "fixtures" / "costmodel" / "train_sample.jsonl"
+    ts = []
+    for i, t in enumerate(list(read_traces(fix))[:4]):
+        lab = replace(t.labels, success=i in (0, 3), origin="real")
+        ts.append(replace(t, trace_id=f"tb-0-{i:05d}", labels=lab, meta={"duration_s": 35.0}))
+    write_traces(tmp_path / "t.jsonl", ts)
+    code, out = invoke(capsys, "costmodel", "testbed-corpus", "--out", str(tmp_path / "t.jsonl"), "--rerun-failed")
+    assert code == 2 and "longer than the failed runs' (35 s), e.g. 70" in out and "Traceback" not in out
+    specs = parse_hosts(DEFAULT_HOSTS)
+    assert _failed_to_rerun(tmp_path / "t.jsonl", 0, specs, 70.0, list(range(4))) == [1, 2]
+    assert _failed_to_rerun(tmp_path / "t.jsonl", 0, specs, 70.0, [2, 3]) == [2]
 
 
 def test_repeatability_without_repeats_exits_1(capsys, tmp_path):

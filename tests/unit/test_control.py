@@ -76,6 +76,23 @@ def test_controller_restart_the_source_registers_again(caplog):
         ctl2.stop()
 
 
+def test_registrations_are_remembered_after_bye_and_bounded(controller, monkeypatch):
+    c = ControllerClient(controller.address, "q", {"main": (1.0, 0.0)}, retry=0.0)
+    assert c.poll(True, 1) is True
+    c.close()  # sends bye: the policy forgets the query, the controller's record keeps it
+    assert "q" not in controller.policy.queries
+    assert controller.registrations["q"] == {"count": 1, "streams": ["main"]}
+    c2 = ControllerClient(controller.address, "q", retry=0.0)
+    assert c2.poll(True, 1) is True
+    assert controller.registrations["q"] == {"count": 2, "streams": []}
+    assert controller.stats()["registrations"] == {"q": 2}
+    c2.close()
+    monkeypatch.setattr("adaptstream.control.controller.MAX_REMEMBERED", 3)
+    for name in ("a", "b", "c"):
+        controller.handle({"op": "register", "query": name, "streams": {}})
+    assert list(controller.registrations) == ["a", "b", "c"]  # q, registered longest ago, forgotten
+
+
 def test_bad_requests_get_an_error_reply_not_a_dead_server(controller):
     assert controller.handle({"op": "nope"})["ok"] is False
     assert controller.handle({"op": "poll"})["ok"] is False  # no query

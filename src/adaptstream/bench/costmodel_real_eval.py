@@ -52,6 +52,7 @@ from adaptstream.errors import CostModelError
 Log = Callable[[str], None]
 MODELS = ("sim_zero_shot", "sim_fine_tuned", "real_only", "selected", "flat_real")
 BASE_TYPES = ("linear", "2-way-join", "3-way-join")
+SUCCESS_RULES = ("rerun", "run")  # how a corpus trace's success label is judged (with_success_rule)
 
 
 def feature_signature() -> str:
@@ -67,15 +68,51 @@ def base_type(qtype: str) -> str:
     return qtype.split("+")[0]
 
 
-def load_real(path: str | Path) -> tuple[list[Trace], list[Trace]]:
-    """(corpus traces `tb-*`, Exp. 2 traces `tbx*`), both labelled real; repeat runs (`tbr*`) are left out."""
+def load_real(path: str | Path) -> tuple[list[Trace], list[Trace], dict[str, Trace]]:
+    """(corpus traces `tb-*`, Exp. 2 traces `tbx*`, longer reruns `tbl*` of failed corpus traces keyed by the id
+    of the trace they rerun), all labelled real; repeat runs (`tbr*`) are left out."""
     corpus: list[Trace] = []
     exp2: list[Trace] = []
+    reruns: dict[str, Trace] = {}
     for t in read_traces(path):
         if t.labels is None or t.labels.origin != "real" or t.trace_id.startswith("tbr"):
             continue
-        (exp2 if t.trace_id.startswith("tbx") else corpus).append(t)
-    return corpus, exp2
+        if t.trace_id.startswith("tbl"):
+            reruns["tb" + t.trace_id[3:]] = t
+        else:
+            (exp2 if t.trace_id.startswith("tbx") else corpus).append(t)
+    return corpus, exp2, reruns
+
+
+def with_success_rule(
+    traces: Sequence[Trace], reruns: dict[str, Trace], rule: str
+) -> tuple[list[Trace], dict[str, Any]]:
+    """The traces with the success label as `rule` judges it, and counts of what changed.
+
+    `run`: the recorded run (sink rows after the warm-up within its --duration, 35 s in the corpus). `rerun`: a run
+    that failed but succeeded when run again for longer (`testbed-corpus --rerun-failed`) counts as a success: its
+    first rows came late, not never (docs/testbed.md, "success label"). A failure with no rerun keeps its run's
+    label (counted). Only S changes: T, Le and Lp stay those of the recorded run (a failed run has none)."""
+    from dataclasses import replace
+
+    if rule not in SUCCESS_RULES:
+        msg = f"unknown success rule {rule!r}; valid: {', '.join(SUCCESS_RULES)}"
+        raise CostModelError(msg)
+    failed = [t for t in traces if t.labels is not None and t.labels.success is False]
+    again = {t.trace_id: reruns[t.trace_id] for t in failed if t.trace_id in reruns}
+    late = {k for k, r in again.items() if r.labels is not None and r.labels.success}
+    counts = {
+        "rule": rule,
+        "failed_in_run": len(failed),
+        "rerun": len(again),
+        "succeeded_on_rerun": len(late),
+        "not_rerun": len(failed) - len(again),
+        "rerun_seconds": sorted({float(r.meta.get("duration_s", 0.0)) for r in again.values()}),
+    }
+    if rule == "run":
+        return list(traces), counts
+    out = [replace(t, labels=replace(t.labels, success=True)) if t.trace_id in late and t.labels else t for t in traces]
+    return out, counts
 
 
 def bp_rule(t: Trace) -> str:
@@ -133,15 +170,26 @@ def scores(pred: dict[str, np.ndarray], ds: GraphDataset) -> dict[str, Any]:
         if m in REGRESSION:
             out[SHORT[m]] = {**q_summary(yt, p[have]), "unpredicted": int((~have).sum())}
         else:
-            yb, pb = yt.astype(bool), p[have] >= 0.5
-            out[SHORT[m]] = {
-                "acc": float((yb == pb).mean()) if yb.size else float("nan"),
-                "balanced_acc": balanced_accuracy(yb, pb),
-                "n": int(yb.size),
-                "positives": int(yb.sum()),
-                "unpredicted": int((~have).sum()),
-            }
+            out[SHORT[m]] = {**class_scores(yt, p[have]), "unpredicted": int((~have).sum())}
     return out
+
+
+def class_scores(y: np.ndarray, p: np.ndarray) -> dict[str, Any]:
+    """Accuracy and balanced accuracy of probabilities `p` (cut at 0.5) against labels `y`."""
+    yb, pb = np.asarray(y).astype(bool), np.asarray(p, dtype=float) >= 0.5
+    return {
+        "acc": float((yb == pb).mean()) if yb.size else float("nan"),
+        "balanced_acc": balanced_accuracy(yb, pb),
+        "n": int(yb.size),
+        "positives": int(yb.sum()),
+    }
+
+
+def success_under(pred: np.ndarray, other: np.ndarray) -> dict[str, Any]:
+    """Out-of-fold success predictions scored against another rule's labels (`other`, one per trace)."""
+    p, y = np.asarray(pred, dtype=float), np.asarray(other, dtype=float)
+    have = np.isfinite(p) & np.isfinite(y)
+    return class_scores(y[have], p[have])
 
 
 def train_sim(cfg: RealEvalConfig, log: Log) -> CostEnsembles | None:
@@ -207,12 +255,17 @@ def _fit_fold(
 
 
 def cross_validate(
-    traces: list[Trace], sim: CostEnsembles | None, cfg: RealEvalConfig, log: Log
+    traces: list[Trace],
+    sim: CostEnsembles | None,
+    cfg: RealEvalConfig,
+    log: Log,
+    other_success: np.ndarray | None = None,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
     """Out-of-fold predictions for every model and training fraction, scored; per query type for the largest
     fraction; and, per fold, which GNN the per-metric choice (`selected`, largest fraction only) took and why.
     Last, each member of the real-only ensemble scored alone (largest fraction): how much one seed's figure is
-    luck."""
+    luck. With `other_success` (the labels under the other success rule) the largest fraction's S predictions are
+    also scored against those, as `S_other_rule`."""
     ds = GraphDataset.from_traces(traces)
     folds = np.array(query_folds(traces, cfg.folds, cfg.seed))
     qidx = np.array([int(t.meta["query_index"]) for t in traces])
@@ -249,6 +302,8 @@ def cross_validate(
             results.setdefault(name, {})[f"{frac}"] = scores(preds, ds)
             if frac == top:
                 by_type[name] = scores_by_type(preds, ds, qtypes)
+                if other_success is not None:
+                    results[name][f"{frac}"]["S_other_rule"] = success_under(preds["success"], other_success)
     return results, by_type, choices, {f"{top}": [scores(seeds[k], ds) for k in sorted(seeds)]}
 
 
@@ -360,17 +415,30 @@ def hostset_speedups(traces: Sequence[Trace], chooser: str = "gnn") -> dict[str,
     return out
 
 
+def _success(t: Trace) -> float:
+    return float("nan") if t.labels is None or t.labels.success is None else float(t.labels.success)
+
+
 def _median(xs: Sequence[float]) -> float | None:
     return round(statistics.median(xs), 3) if xs else None
 
 
 def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, Any]:
     t0 = time.monotonic()
-    corpus, exp2 = load_real(cfg.traces)
+    corpus, exp2, reruns = load_real(cfg.traces)
     if not corpus:
         msg = f"no real corpus traces (ids tb-*) in {cfg.traces}; record them with `costmodel testbed-corpus`"
         raise CostModelError(msg)
-    log(f"{len(corpus)} real corpus traces, {len(exp2)} Exp. 2 traces from {cfg.traces}")
+    log(f"{len(corpus)} real corpus traces, {len(exp2)} Exp. 2 traces, {len(reruns)} reruns from {cfg.traces}")
+    recorded = np.array([_success(t) for t in corpus])
+    corpus, success_counts = with_success_rule(corpus, reruns, cfg.success_rule)
+    log(f"success judged by rule {cfg.success_rule}: {success_counts}")
+    if cfg.success_rule == "rerun" and success_counts["not_rerun"]:
+        log(
+            f"{success_counts['not_rerun']} failed runs were not rerun and keep their label; rerun them with "
+            "`costmodel testbed-corpus --rerun-failed --duration 70`"
+        )
+    other = recorded if cfg.success_rule != "run" else None
     rules = dict(sorted(Counter(bp_rule(t) for t in corpus).items()))
     comparison = rule_comparison(corpus)
     corpus = with_bp_rule(corpus, cfg.bp_rule)
@@ -381,7 +449,7 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
     main_exp2 = [t for t in exp2 if host_set(t) == sets[0]]  # the targets judge the corpus' own host set
     choosers = sorted({str(t.meta.get("chooser", "")) for t in main_exp2})
     sim = train_sim(cfg, log)
-    cv, cv_by_type, choices, seed_scores = cross_validate(corpus, sim, cfg, log)
+    cv, cv_by_type, choices, seed_scores = cross_validate(corpus, sim, cfg, log, other)
     models, final_pick = final_models(corpus, sim, cfg, models_dir)
     log(f"models for --chooser written to {models_dir} (metrics {', '.join(SHORT[m] for m in models)})")
     res = {
@@ -390,6 +458,7 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
         "n_queries": len({int(t.meta["query_index"]) for t in corpus}),
         "by_type": {bt: sum(base_type(t.query.query_type) == bt for t in corpus) for bt in BASE_TYPES},
         "success_share": round(sum(bool(t.labels and t.labels.success) for t in corpus) / len(corpus), 3),
+        "success_rule": success_counts,
         "backpressure_share": (
             round(sum(bool(t.labels and t.labels.backpressure) for t in labelled_bp) / len(labelled_bp), 3)
             if labelled_bp

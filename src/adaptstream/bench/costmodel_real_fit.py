@@ -44,6 +44,7 @@ class RealEvalConfig:
     seed: int = 0
     sim_cache: str | None = None  # pre-trained simulated models: reused when trained with the same settings
     bp_rule: str = LATEST  # backpressure labels as this rule judges each run (testbed/bprules.py)
+    success_rule: str = "rerun"  # success labels as this rule judges each run (costmodel_real_eval.SUCCESS_RULES)
 
 
 def split_queries(idx: np.ndarray, ds_q: np.ndarray, frac: float, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -57,6 +57,9 @@ class _Server(socketserver.ThreadingTCPServer):
     controller: Controller
 
 
+MAX_REMEMBERED = 1024  # queries whose registrations the controller remembers
+
+
 class Controller:
     """Serves ``register``, ``poll`` (with piggy-backed progress and completion reports), ``output`` (rows a
     sink wrote), ``bye`` and ``stats``."""
@@ -84,6 +87,9 @@ class Controller:
         self.refusals = 0
         self.waiting = 0  # polls waiting at the controller now
         self.woken_grants = 0  # grants made to a poll waiting at the controller, the moment a slot freed
+        # register ops per query, kept after its ``bye``: shows that a restarted query (or a query after a
+        # controller restart) came back, which the policy's live query set cannot once the query has ended
+        self.registrations: dict[str, dict[str, Any]] = {}  # query -> {"count", "streams" of the latest}
         self._server: _Server | None = None
         self._threads: list[threading.Thread] = []
         self._conns: set[LineSocket] = set()
@@ -195,6 +201,7 @@ class Controller:
         if op == "register":
             streams = {k: (float(v[0]), float(v[1])) for k, v in (msg.get("streams") or {}).items()}
             p.register(str(msg["query"]), streams, now)
+            self._note_registration(str(msg["query"]), sorted(streams))
             self.changed.notify_all()  # a restarted query's slot is free
             return {"ok": True, "policy": p.name}
         if op == "poll":
@@ -236,6 +243,12 @@ class Controller:
             return {"ok": True, **self.stats()}
         return {"ok": False, "error": f"unknown op {op!r}"}
 
+    def _note_registration(self, query: str, streams: list[str]) -> None:
+        seen = self.registrations.pop(query, {"count": 0})
+        self.registrations[query] = {"count": seen["count"] + 1, "streams": streams}
+        while len(self.registrations) > MAX_REMEMBERED:  # bounded: forget the query registered longest ago
+            self.registrations.pop(next(iter(self.registrations)))
+
     def stats(self) -> dict[str, Any]:
         """Counters for reports: requests, grants, policy decisions, CPU seconds, SWM estimate accuracy."""
         hits, checked = self.policy.swm_accuracy()
@@ -253,6 +266,7 @@ class Controller:
             "swm_hits": hits,
             "swm_checked": checked,
             "queries": sorted(self.policy.queries),
+            "registrations": {q: r["count"] for q, r in sorted(self.registrations.items())},
             "selectivity": {
                 k: q.selectivity for k, q in sorted(self.policy.queries.items()) if q.measured and q.in_decayed > 0
             },

@@ -282,6 +282,13 @@ def evaluate_real(
     folds: Annotated[int, typer.Option(help="grouped k-fold over the queries")] = 5,
     sim_train: Annotated[int, typer.Option(help="simulated traces to pre-train on")] = 6000,
     real_members: Annotated[int, typer.Option(help="seeds in the real-only GNN's ensemble per metric")] = 3,
+    success_rule: Annotated[
+        str,
+        typer.Option(
+            help="success label: `rerun` (a failed run that succeeded when rerun longer, `testbed-corpus "
+            "--rerun-failed`, counts as success) or `run` (the recorded run only)"
+        ),
+    ] = "rerun",
     seed: Annotated[int, typer.Option()] = 0,
 ) -> None:
     """Held-out accuracy on REAL testbed traces (zero-shot, fine-tuned, real-only, selected, flat), Exp. 2 speed-ups."""
@@ -297,6 +304,8 @@ def evaluate_real(
         raise CostModelError(f"--folds must be >= 2, got {folds}")
     if real_members < 1:
         raise CostModelError(f"--real-members must be >= 1, got {real_members}")
+    if success_rule not in ev.SUCCESS_RULES:
+        raise CostModelError(f"--success-rule must be one of {', '.join(ev.SUCCESS_RULES)}, got {success_rule!r}")
     out = report_dir("costmodel-real", out, update_docs)
     cfg = ev.RealEvalConfig(
         str(traces),
@@ -306,6 +315,7 @@ def evaluate_real(
         seed=seed,
         sim_cache=str(sim_models),
         real_members=real_members,
+        success_rule=success_rule,
     )
     res = ev.run(cfg, models, log=console.print)
     meta = {"git": git_revision(), "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}

@@ -196,6 +196,14 @@ def testbed_corpus(
             "much a real label varies between two runs (write them to their own --out)",
         ),
     ] = False,
+    rerun_failed: Annotated[
+        bool,
+        typer.Option(
+            "--rerun-failed",
+            help="run the corpus traces in --out whose run failed (no sink rows) again, for a longer --duration "
+            "(ids tbl-...): `eval-real --success-rule rerun` counts those that succeed then as successes",
+        ),
+    ] = False,
 ) -> None:
     """Run generated queries under placements on the REAL testbed (root) and append REAL traces (resumable)."""
     from adaptstream.costmodel.testbed.corpus import chosen_placer, run_corpus
@@ -210,6 +218,12 @@ def testbed_corpus(
     if repeat and chooser is not None:
         msg = "--repeat reruns corpus traces; it does not take --chooser"
         raise ConfigError(msg)
+    if repeat and rerun_failed:
+        msg = "--repeat and --rerun-failed are two different reruns; give one"
+        raise ConfigError(msg)
+    if rerun_failed and chooser is not None:
+        msg = "--rerun-failed reruns corpus traces; it does not take --chooser"
+        raise ConfigError(msg)
     if repeat:
         prefix = "tbr"
     if not 0 <= start < n:
@@ -222,6 +236,10 @@ def testbed_corpus(
     if types is not None:
         first = first_query if chooser is not None else 0
         only = [i for i in _pairs_of_types(seed, first, n, types) if i >= start]
+    if rerun_failed:
+        among = [i for i in (only if only is not None else range(n)) if i >= start]
+        only = _failed_to_rerun(out, seed, specs, duration, among)
+        prefix = "tbl"
     if chooser is not None:
         name = label or chooser
         if not name.replace("-", "").replace("_", "").isalnum():
@@ -246,6 +264,31 @@ def testbed_corpus(
         only=only,
     )
     typer.echo(f"wrote {written} real traces to {out}")
+
+
+def _failed_to_rerun(out: Path, seed: int, specs: list[Any], duration: float, among: list[int]) -> list[int]:
+    """Indices (of `among`) of corpus traces in `out` that failed; a clear error when there is nothing to rerun
+    or --duration is not longer than the runs being rerun."""
+    from adaptstream.costmodel.model import read_traces
+    from adaptstream.costmodel.testbed.hosts import host_tag, parse_hosts
+    from adaptstream.errors import ConfigError
+
+    tag = "" if specs == parse_hosts(DEFAULT_HOSTS) else "." + host_tag(specs)
+    wanted = {f"tb{tag}-{seed}-{i:05d}": i for i in among}
+    failed = [
+        t
+        for t in (read_traces(out) if out.exists() else [])
+        if t.trace_id in wanted and t.labels is not None and t.labels.success is False
+    ]
+    if not failed:
+        span = f"ids {min(among)}..{max(among)}" if among else "no ids selected"
+        msg = f"no failed corpus traces (tb{tag}-{seed}-*, {span}) in {out} to rerun"
+        raise ConfigError(msg)
+    longest = max(float(t.meta.get("duration_s", 0.0)) for t in failed)
+    if duration <= longest:
+        msg = f"--rerun-failed needs a --duration longer than the failed runs' ({longest:g} s), e.g. {2 * longest:g}"
+        raise ConfigError(msg)
+    return sorted(wanted[t.trace_id] for t in failed)
 
 
 def _pairs_of_types(seed: int, first_query: int, n: int, types: str) -> list[int]:

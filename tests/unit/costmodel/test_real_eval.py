@@ -152,6 +152,56 @@ def test_real_only_gnn_is_an_ensemble_of_differently_seeded_members() -> None:
     assert np.array_equal(models["success"].predict(ds.graphs), (probs >= 0.5).sum(axis=0) >= 2)
 
 
+def _failed(t: Trace) -> Trace:
+    assert t.labels is not None
+    lab = replace(t.labels, success=False, throughput=None, e2e_latency_ms=None, proc_latency_ms=None)
+    return replace(t, labels=lab, meta={**t.meta, "duration_s": 35.0})
+
+
+def _rerun(t: Trace, ok: bool) -> Trace:
+    assert t.labels is not None
+    lab = replace(t.labels, success=ok, throughput=5.0 if ok else None, proc_latency_ms=4e4 if ok else None)
+    return replace(t, trace_id="tbl" + t.trace_id[2:], labels=lab, meta={**t.meta, "duration_s": 70.0})
+
+
+def test_success_rule_rerun_turns_late_successes_into_successes_only(tmp_path: Path) -> None:
+    corpus = _as_real(6)
+    corpus[1], corpus[2], corpus[3] = _failed(corpus[1]), _failed(corpus[2]), _failed(corpus[3])
+    write_traces(tmp_path / "t.jsonl", [*corpus, _rerun(corpus[1], True), _rerun(corpus[2], False)])
+    loaded, exp2, reruns = ev.load_real(tmp_path / "t.jsonl")
+    assert [t.trace_id for t in loaded] == [t.trace_id for t in corpus] and not exp2
+    assert sorted(reruns) == ["tb-0-00001", "tb-0-00002"]  # keyed by the corpus trace they rerun
+    same, counts = ev.with_success_rule(loaded, reruns, "run")
+    assert [t.labels.success for t in same if t.labels] == [t.labels.success for t in corpus if t.labels]
+    judged, counts = ev.with_success_rule(loaded, reruns, "rerun")
+    assert counts == {
+        "rule": "rerun",
+        "failed_in_run": 3,
+        "rerun": 2,
+        "succeeded_on_rerun": 1,
+        "not_rerun": 1,
+        "rerun_seconds": [70.0],
+    }
+    want = [t.labels.success for t in corpus if t.labels]
+    want[1] = True  # succeeded when run for 70 s; 2 failed again, 3 was not rerun
+    assert [t.labels.success for t in judged if t.labels] == want
+    assert judged[1].labels is not None and judged[1].labels.proc_latency_ms is None  # the 35-s run had none
+    assert (
+        GraphDataset.from_traces(judged).usable("proc_latency_ms").tolist()
+        == GraphDataset.from_traces(loaded).usable("proc_latency_ms").tolist()
+    )  # regression labels come from the recorded run under both rules
+    with pytest.raises(CostModelError, match="valid: rerun, run"):
+        ev.with_success_rule(loaded, reruns, "longest")
+
+
+def test_success_under_the_other_rule_scores_the_same_predictions() -> None:
+    pred = np.array([0.9, 0.2, 0.8, np.nan])
+    other = np.array([1.0, 0.0, 0.0, 1.0])
+    sc = ev.success_under(pred, other)
+    assert sc["n"] == 3 and sc["positives"] == 1 and sc["acc"] == pytest.approx(2 / 3)
+    assert sc["balanced_acc"] == pytest.approx(0.75)  # recall 1 on the success, 1/2 on the failures
+
+
 @pytest.mark.slow
 def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -176,7 +226,9 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(
     corpus = [replace(t, meta=lag_growth_meta(i, t)) if i < 20 else t for i, t in enumerate(corpus)]
     mode = statistics.multimode(ev.host_set(t) for t in corpus)[0]
     on = next(list(t.hosts) for t in corpus if ev.host_set(t) == mode)  # targets judge the corpus' host set
-    write_traces(traces, [*corpus, _exp2_trace(0, "initial", 900.0, on), _exp2_trace(0, "gnn", 300.0, on)])
+    corpus[10], corpus[11] = _failed(corpus[10]), _failed(corpus[11])  # 11 succeeds when run for 70 s
+    exp2 = [_exp2_trace(0, "initial", 900.0, on), _exp2_trace(0, "gnn", 300.0, on)]
+    write_traces(traces, [*corpus, _rerun(corpus[11], True), *exp2])
     cfg = ev.RealEvalConfig(
         str(traces),
         str(sim),
@@ -215,7 +267,9 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(
     assert [row["choice"]["T"] for row in res["selection"]["per_fold"]] == ["real_only", "real_only"]
     assert res["selection"]["final_models"]["Lp"] == "sim_fine_tuned"
     json.dumps(res["selection"], allow_nan=False)  # scores with nothing to score are None, not infinity
-    assert res["n_traces"] == 40 and res["n_queries"] == 20
+    assert res["n_traces"] == 40 and res["n_queries"] == 20  # the rerun is no corpus trace
+    assert res["success_rule"]["succeeded_on_rerun"] == 1 and res["success_rule"]["rerun"] == 1
+    assert top["selected"]["S_other_rule"]["n"] == 40  # the same predictions against the 35-s labels
     assert set(res["cv"]) == set(ev.MODELS)
     assert res["cv"]["sim_fine_tuned"]["1.0"]["Lp"]["n"] > 0
     assert res["bp_rules"] == {"end-backlog": 20, "lag-growth": 20} and res["n_bp_labelled"] == 20
@@ -249,6 +303,8 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(
     json.dumps(js, allow_nan=False)  # no NaN or infinity anywhere in the report's JSON
     assert sum(row["n"] for row in res["exp2"]["gnn"].values()) == 1
     assert "REAL testbed" in out.read_text()
+    assert "1 were run again for 70 s (`testbed-corpus --rerun-failed`) and 1 succeeded then" in out.read_text()
+    assert js["success_rule"] == "rerun" and js["success_balanced_under_run_rule"] is not None
     assert "real training folds only (2 seeds, majority vote / mean)" in out.read_text()
     assert len(res["real_only_seeds"]["1.0"]) == 2 and "real_only_seeds" not in res["cv"]
     assert "the 2 members of `real_only`, each scored alone" in out.read_text()

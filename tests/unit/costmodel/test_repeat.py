@@ -87,8 +87,8 @@ def test_no_repeats_is_a_clear_error() -> None:
 def test_repeats_stay_out_of_the_corpus_and_report_is_written(tmp_path: Path) -> None:
     ts = _pair(0, _lab(10.0, 100.0), _lab(20.0, 150.0)) + _pair(1, _lab(5.0, 50.0), _lab(5.0, 60.0))
     write_traces(tmp_path / "t.jsonl", ts)
-    corpus, exp2 = ev.load_real(tmp_path / "t.jsonl")
-    assert [t.trace_id for t in corpus] == ["tb-0-00000", "tb-0-00001"] and not exp2
+    corpus, exp2, reruns = ev.load_real(tmp_path / "t.jsonl")
+    assert [t.trace_id for t in corpus] == ["tb-0-00000", "tb-0-00001"] and not exp2 and not reruns
     md = rep.write(rep.load(tmp_path / "t.jsonl"), tmp_path / "out", "cmd", {"git": "abc"})
     text = md.read_text()
     assert "| T | 2 | 1.50 | 1.95 |" in text and "tb-0-00001" in text

@@ -205,9 +205,8 @@ def test_testbed_corpus_option_mistakes_fail_before_the_testbed(capsys, tmp_path
 def test_rerun_failed_needs_a_longer_duration_and_picks_the_failures(capsys, tmp_path):
     from dataclasses import replace
 
-    from adaptstream.costmodel.cli_data import DEFAULT_HOSTS, _failed_to_rerun
+    from adaptstream.costmodel.cli_data import _failed_to_rerun
     from adaptstream.costmodel.model import read_traces, write_traces
-    from adaptstream.costmodel.testbed.hosts import parse_hosts
 
     fix = Path(__file__).resolve().parents[1] / "fixtures" / "costmodel" / "train_sample.jsonl"
     ts = []
@@ -217,9 +216,8 @@ def test_rerun_failed_needs_a_longer_duration_and_picks_the_failures(capsys, tmp
     write_traces(tmp_path / "t.jsonl", ts)
     code, out = invoke(capsys, "costmodel", "testbed-corpus", "--out", str(tmp_path / "t.jsonl"), "--rerun-failed")
     assert code == 2 and "longer than the failed runs' (35 s), e.g. 70" in out and "Traceback" not in out
-    specs = parse_hosts(DEFAULT_HOSTS)
-    assert _failed_to_rerun(tmp_path / "t.jsonl", 0, specs, 70.0, list(range(4))) == [1, 2]
-    assert _failed_to_rerun(tmp_path / "t.jsonl", 0, specs, 70.0, [2, 3]) == [2]
+    assert _failed_to_rerun(tmp_path / "t.jsonl", "tb-0", 70.0, list(range(4))) == [1, 2]
+    assert _failed_to_rerun(tmp_path / "t.jsonl", "tb-0", 70.0, [2, 3]) == [2]
 
 
 def test_repeatability_without_repeats_exits_1(capsys, tmp_path):

@@ -73,6 +73,7 @@ def _accuracy_rows(res: dict[str, Any], m: str, note: str) -> list[tuple[str, st
     judged = {k: v for k, v in accs.items() if v is not None and math.isfinite(v)}
     rule = _success_rule(res)
     other = (full.get("S_other_rule") or {}).get("balanced_acc")
+    against_run = f" (the same S predictions against the recorded runs' labels, rule `run`: {_f(other)})"
     verdict = "**met**" if judged and all(v >= ACC_TARGET for v in judged.values()) else "**missed**"
     if len(judged) < len(accs):
         verdict = "**not judged**" if not judged else verdict + " (S/R_O with one class only not judged)"
@@ -81,8 +82,7 @@ def _accuracy_rows(res: dict[str, Any], m: str, note: str) -> list[tuple[str, st
             f"backpressure and success accuracy{note}",
             f"{m}, balanced accuracy (mean per-class recall) >= {ACC_TARGET:.0%} on held-out traces"
             + (f"; S labelled by the rule `{rule}`" if rule else ""),
-            ", ".join(f"{k} {_f(v)}" for k, v in accs.items())
-            + (f" (the same S predictions against the recorded runs' labels, rule `run`: {_f(other)})" * bool(other)),
+            ", ".join(f"{k} {_f(v)}" for k, v in accs.items()) + (against_run if other else ""),
             verdict,
         )
     )

@@ -211,6 +211,8 @@ def testbed_corpus(
     from adaptstream.errors import ConfigError
 
     specs = parse_hosts(hosts)
+    # another host set than the default: its own ids, so resuming never mixes host sets
+    tag = "" if specs == parse_hosts(DEFAULT_HOSTS) else "." + host_tag(specs)
     if duration <= warmup or warmup < 0:
         msg = f"--duration ({duration}) must exceed --warmup ({warmup}) >= 0"
         raise ConfigError(msg)
@@ -238,7 +240,7 @@ def testbed_corpus(
         only = [i for i in _pairs_of_types(seed, first, n, types) if i >= start]
     if rerun_failed:
         among = [i for i in (only if only is not None else range(n)) if i >= start]
-        only = _failed_to_rerun(out, seed, specs, duration, among)
+        only = _failed_to_rerun(out, f"tb{tag}-{seed}", duration, among)
         prefix = "tbl"
     if chooser is not None:
         name = label or chooser
@@ -247,8 +249,7 @@ def testbed_corpus(
             raise ConfigError(msg)
         placer = chosen_placer(seed, first_query, _load_chooser(chooser, models), name, target)
         prefix = "tbx" + name
-    if specs != parse_hosts(DEFAULT_HOSTS):
-        prefix += "." + host_tag(specs)  # another host set: its own ids, so resuming never mixes host sets
+    prefix += tag
     out.parent.mkdir(parents=True, exist_ok=True)
     written = run_corpus(
         out,
@@ -266,15 +267,13 @@ def testbed_corpus(
     typer.echo(f"wrote {written} real traces to {out}")
 
 
-def _failed_to_rerun(out: Path, seed: int, specs: list[Any], duration: float, among: list[int]) -> list[int]:
-    """Indices (of `among`) of corpus traces in `out` that failed; a clear error when there is nothing to rerun
-    or --duration is not longer than the runs being rerun."""
+def _failed_to_rerun(out: Path, stem: str, duration: float, among: list[int]) -> list[int]:
+    """Indices (of `among`) of the corpus traces `<stem>-<i>` in `out` that failed; a clear error when there is
+    nothing to rerun or --duration is not longer than the runs being rerun."""
     from adaptstream.costmodel.model import read_traces
-    from adaptstream.costmodel.testbed.hosts import host_tag, parse_hosts
     from adaptstream.errors import ConfigError
 
-    tag = "" if specs == parse_hosts(DEFAULT_HOSTS) else "." + host_tag(specs)
-    wanted = {f"tb{tag}-{seed}-{i:05d}": i for i in among}
+    wanted = {f"{stem}-{i:05d}": i for i in among}
     failed = [
         t
         for t in (read_traces(out) if out.exists() else [])
@@ -282,7 +281,7 @@ def _failed_to_rerun(out: Path, seed: int, specs: list[Any], duration: float, am
     ]
     if not failed:
         span = f"ids {min(among)}..{max(among)}" if among else "no ids selected"
-        msg = f"no failed corpus traces (tb{tag}-{seed}-*, {span}) in {out} to rerun"
+        msg = f"no failed corpus traces ({stem}-*, {span}) in {out} to rerun"
         raise ConfigError(msg)
     longest = max(float(t.meta.get("duration_s", 0.0)) for t in failed)
     if duration <= longest:

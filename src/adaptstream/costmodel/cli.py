@@ -201,7 +201,7 @@ def train(
     console.print(f"{len(tr)} train / {len(va)} validation traces; {members} model(s) per metric")
 
     def progress(rec: dict[str, Any]) -> None:
-        kind = "median q-error" if rec["metric"] in REGRESSION else "1 - balanced acc"
+        kind = "median q-error" if rec["metric"] in REGRESSION else "balanced log-loss"
         console.print(
             f"  {SHORT[rec['metric']]:>3} seed {rec['seed']} epoch {rec['epoch']:>3}: "
             f"loss {rec['train_loss']:.4f}  val {kind} {rec['val_score']:.3f}  ({rec['seconds']:.0f}s)"

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from adaptstream.costmodel.features import NUMERIC, build_graph
+from adaptstream.costmodel.features import NUMERIC, build_graph, host_usage
 from adaptstream.costmodel.model import Host, Operator, QueryGraph
 from adaptstream.costmodel.rates import expected_rates, host_loads
 
@@ -106,3 +106,18 @@ def test_host_nodes_carry_the_load_of_their_operators() -> None:
     col = NUMERIC["host"].index("log:rows_in_est")
     assert together.numeric["host"][:, col] == pytest.approx([math.log1p(400 + 400 + 100)])
     assert apart.numeric["host"][:, col] == pytest.approx([math.log1p(400), math.log1p(400 + 100)])
+
+
+def test_host_nodes_carry_their_load_per_core_and_per_mb() -> None:
+    hosts = [Host("h0", 50, 1024, 10, 1.0, "small"), Host("h1", 200, 2048, 10, 1.0, "large")]
+    q = _filter_query()
+    g = build_graph(q, hosts, {"s": "h0", "f": "h1", "k": "h1"})
+    col = NUMERIC["host"].index("log:rows_in_per_core")
+    # 400 rows/s on half a core; 400 + 100 rows/s on two cores
+    assert g.numeric["host"][:, col] == pytest.approx([math.log1p(800.0), math.log1p(250.0)])
+    assert host_usage({"cpu": 25.0, "ram_mb": 512.0}, {"rows_in_est": 10.0, "state_rows_est": 1024.0}) == {
+        "rows_in_per_core": pytest.approx(40.0),
+        "state_rows_per_mb": pytest.approx(2.0),
+    }
+    unknown_cpu = host_usage({"cpu": None, "ram_mb": 512.0}, {"rows_in_est": 1.0, "state_rows_est": 0.0})
+    assert math.isnan(unknown_cpu["rows_in_per_core"])

@@ -22,7 +22,9 @@ from adaptstream.costmodel.train import (
     TrainedModel,
     fine_tune,
     holdout_split,
+    stopping_score,
     train_model,
+    validation_score,
 )
 from adaptstream.errors import CostModelError
 
@@ -171,3 +173,18 @@ def test_fine_tune_early_stops_on_labelled_traces_of_whole_queries(monkeypatch, 
 
 if __name__ == "__main__":
     _regenerate()
+
+
+def test_stopping_score_of_a_classifier_moves_with_every_probability() -> None:
+    y = np.array([1, 1, 1, 1, 0], dtype=float)
+    sure, unsure = np.array([0.9, 0.9, 0.9, 0.9, 0.2]), np.array([0.6, 0.6, 0.6, 0.6, 0.4])
+    # the same decisions, so the same balanced accuracy; the log-loss prefers the confident, right model
+    assert validation_score("success", y, sure) == validation_score("success", y, unsure) == 0.0
+    assert stopping_score("success", y, sure) < stopping_score("success", y, unsure)
+    # per class: one failure weighs as much as the four successes
+    assert stopping_score("success", y, sure) == pytest.approx((-np.log(0.9) - np.log(0.8)) / 2)
+    # one class only, or a regression metric: the validation score itself
+    assert stopping_score("success", np.ones(3), np.array([0.2, 0.9, 0.9])) == validation_score(
+        "success", np.ones(3), np.array([0.2, 0.9, 0.9])
+    )
+    assert stopping_score("throughput", np.array([1.0, 2.0]), np.array([2.0, 2.0])) == pytest.approx(1.5)

@@ -348,8 +348,9 @@ def stopping_score(metric: str, y_true: np.ndarray, y_pred: np.ndarray) -> float
 
     Why: a validation slice of the real corpus holds a handful of failed runs, so balanced accuracy moves in steps
     of several points and early stopping kept whichever epoch happened to flip one of them; the balanced log-loss
-    moves smoothly with every probability (success GNN, real-only, out of fold: 0.87 -> 0.88; members 0.75-0.86 ->
-    0.84-0.89; docs/testbed.md, sixth update). Falls back to `validation_score` when the slice holds one class."""
+    moves with every probability (real-only success GNN on one fold partition, out of fold: ensemble 0.87 ->
+    0.88, members 0.75-0.86 -> 0.84-0.89; docs/testbed.md, sixth update). Falls back to `validation_score` when
+    the slice holds one class."""
     yb = np.asarray(y_true).astype(bool)
     if metric in REGRESSION or yb.all() or not yb.any():
         return validation_score(metric, y_true, y_pred)

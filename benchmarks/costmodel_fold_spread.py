@@ -1,0 +1,90 @@
+"""How much a classifier's held-out balanced accuracy on the REAL traces depends on the fold partition.
+
+    python benchmarks/costmodel_fold_spread.py --traces docs/results/costmodel_real_traces.jsonl \
+        --metric success --fold-seeds 0,1,2,3 --out runs/fold_spread.json
+
+Why: success has few negatives (33 failed runs), so one partition of the queries into folds can move the score
+by several points; a change to the model is judged by its mean over partitions, not by one. Trains the real-only
+GNN ensemble (as `costmodel eval-real`: `real_members` seeds, 8 s each, 20 % of the training queries for early
+stopping) per fold of each partition; labels as eval-real's defaults (success rule `rerun`, backpressure rule
+`lag-or-stuck`). To compare two versions of the code, run this file with PYTHONPATH pointing at each version's
+src/ (it uses only functions both have). Prints progress; writes one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from adaptstream.bench.costmodel_real_eval import (
+    class_scores,
+    load_real,
+    query_folds,
+    with_bp_rule,
+    with_success_rule,
+)
+from adaptstream.bench.costmodel_real_fit import split_queries
+from adaptstream.costmodel.ensemble import MetricEnsemble
+from adaptstream.costmodel.train import GraphDataset, TrainConfig, canonical_metric, train_model
+
+
+def partition(ds: GraphDataset, qidx: np.ndarray, folds: np.ndarray, metric: str, members: int, seed: int) -> dict:
+    """Out-of-fold balanced accuracy of the majority vote and of each member, for one fold partition."""
+    n = len(ds)
+    vote, per = np.full(n, np.nan), np.full((members, n), np.nan)
+    for f in range(int(folds.max()) + 1):
+        test, train = np.flatnonzero(folds == f), np.flatnonzero(folds != f)
+        fit_i, stop_i = split_queries(train, qidx, 1.0, f + 100 * seed)
+        cfgs = [
+            TrainConfig(metric=metric, epochs=150, batch_size=32, patience=20, seed=s + 10 * seed, max_seconds=8.0)
+            for s in range(members)
+        ]
+        models = [train_model(ds.subset(fit_i), ds.subset(stop_i), c) for c in cfgs]
+        p = np.stack([m.predict(ds.subset(test).graphs) for m in models])
+        per[:, test] = p
+        vote[test] = MetricEnsemble(models).combine(p)
+    use = ds.usable(metric)
+    y = ds.column(metric)[use]
+    return {
+        "ensemble": class_scores(y, vote[use])["balanced_acc"],
+        "members": [class_scores(y, p[use])["balanced_acc"] for p in per],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--traces", type=Path, required=True)
+    ap.add_argument("--metric", default="success")
+    ap.add_argument("--fold-seeds", default="0,1,2,3")
+    ap.add_argument("--members", type=int, default=3)
+    ap.add_argument("--out", type=Path, required=True)
+    a = ap.parse_args()
+    metric = canonical_metric(a.metric)
+    corpus, _, reruns = load_real(a.traces)
+    traces = with_bp_rule(with_success_rule(corpus, reruns, "rerun")[0], "lag-or-stuck")
+    ds = GraphDataset.from_traces(traces)
+    qidx = np.array([int(t.meta["query_index"]) for t in traces])
+    out: dict = {"metric": metric, "traces": len(traces), "partitions": {}}
+    for s in (int(x) for x in a.fold_seeds.split(",")):
+        t0 = time.perf_counter()
+        folds = np.array(query_folds(traces, 5, s))
+        out["partitions"][str(s)] = r = partition(ds, qidx, folds, metric, a.members, s)
+        print(
+            f"fold partition {s}: ensemble {r['ensemble']:.3f}, members",
+            [round(x, 3) for x in r["members"]],
+            f"({time.perf_counter() - t0:.0f} s)",
+            flush=True,
+        )
+    ens = [r["ensemble"] for r in out["partitions"].values()]
+    out["ensemble_mean"] = float(np.mean(ens))
+    print(f"mean over {len(ens)} partitions: {out['ensemble_mean']:.3f} (range {min(ens):.3f}-{max(ens):.3f})")
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()

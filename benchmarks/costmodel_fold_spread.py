@@ -5,10 +5,10 @@
 
 Why: success has few negatives (33 failed runs), so one partition of the queries into folds can move the score
 by several points; a change to the model is judged by its mean over partitions, not by one. Trains the real-only
-GNN ensemble (as `costmodel eval-real`: `real_members` seeds, 8 s each, 20 % of the training queries for early
-stopping) per fold of each partition; labels as eval-real's defaults (success rule `rerun`, backpressure rule
-`lag-or-stuck`). To compare two versions of the code, run this file with PYTHONPATH pointing at each version's
-src/ (it uses only functions both have). Prints progress; writes one JSON object.
+GNN ensemble per fold of each partition with eval-real's defaults (RealEvalConfig: members, epochs, seconds
+per member, folds, success and backpressure rules; 20 % of the training queries for early stopping). To compare
+two versions of the code, run this file with PYTHONPATH pointing at each version's src/ (it uses only functions
+both have). Prints progress; writes one JSON object.
 """
 
 from __future__ import annotations
@@ -27,20 +27,30 @@ from adaptstream.bench.costmodel_real_eval import (
     with_bp_rule,
     with_success_rule,
 )
-from adaptstream.bench.costmodel_real_fit import split_queries
+from adaptstream.bench.costmodel_real_fit import RealEvalConfig, split_queries
 from adaptstream.costmodel.ensemble import MetricEnsemble
 from adaptstream.costmodel.train import GraphDataset, TrainConfig, canonical_metric, train_model
 
 
-def partition(ds: GraphDataset, qidx: np.ndarray, folds: np.ndarray, metric: str, members: int, seed: int) -> dict:
+def partition(
+    ds: GraphDataset, qidx: np.ndarray, folds: np.ndarray, metric: str, cfg: RealEvalConfig, seed: int
+) -> dict:
     """Out-of-fold balanced accuracy of the majority vote and of each member, for one fold partition."""
+    members = cfg.real_members
     n = len(ds)
     vote, per = np.full(n, np.nan), np.full((members, n), np.nan)
     for f in range(int(folds.max()) + 1):
         test, train = np.flatnonzero(folds == f), np.flatnonzero(folds != f)
         fit_i, stop_i = split_queries(train, qidx, 1.0, f + 100 * seed)
         cfgs = [
-            TrainConfig(metric=metric, epochs=150, batch_size=32, patience=20, seed=s + 10 * seed, max_seconds=8.0)
+            TrainConfig(
+                metric=metric,
+                epochs=cfg.real_epochs,
+                batch_size=32,
+                patience=20,
+                seed=s + 10 * seed,
+                max_seconds=cfg.real_seconds,
+            )
             for s in range(members)
         ]
         models = [train_model(ds.subset(fit_i), ds.subset(stop_i), c) for c in cfgs]
@@ -65,14 +75,15 @@ def main() -> None:
     a = ap.parse_args()
     metric = canonical_metric(a.metric)
     corpus, _, reruns = load_real(a.traces)
-    traces = with_bp_rule(with_success_rule(corpus, reruns, "rerun")[0], "lag-or-stuck")
+    cfg = RealEvalConfig(traces=str(a.traces), real_members=a.members)
+    traces = with_bp_rule(with_success_rule(corpus, reruns, cfg.success_rule)[0], cfg.bp_rule)
     ds = GraphDataset.from_traces(traces)
     qidx = np.array([int(t.meta["query_index"]) for t in traces])
     out: dict = {"metric": metric, "traces": len(traces), "partitions": {}}
     for s in (int(x) for x in a.fold_seeds.split(",")):
         t0 = time.perf_counter()
-        folds = np.array(query_folds(traces, 5, s))
-        out["partitions"][str(s)] = r = partition(ds, qidx, folds, metric, a.members, s)
+        folds = np.array(query_folds(traces, cfg.folds, s))
+        out["partitions"][str(s)] = r = partition(ds, qidx, folds, metric, cfg, s)
         print(
             f"fold partition {s}: ensemble {r['ensemble']:.3f}, members",
             [round(x, 3) for x in r["members"]],

@@ -169,8 +169,7 @@ def host_usage(host: Mapping[str, Any], load: Mapping[str, float]) -> dict[str, 
     docs/testbed.md, sixth update)."""
     cores = max(_num(host.get("cpu")), 1e-3) / 100.0
     mb = max(_num(host.get("ram_mb")), 1e-3)
-    usage = {"rows_in_per_core": load["rows_in_est"] / cores, "state_rows_per_mb": load["state_rows_est"] / mb}
-    return {k: v if math.isfinite(v) else math.nan for k, v in usage.items()}
+    return {"rows_in_per_core": load["rows_in_est"] / cores, "state_rows_per_mb": load["state_rows_est"] / mb}
 
 
 def build_graph(query: Any, hosts: Sequence[Any], placement: Mapping[str, str]) -> RawGraph:

@@ -171,10 +171,6 @@ def test_fine_tune_early_stops_on_labelled_traces_of_whole_queries(monkeypatch, 
         fine_tune(lp_model, val, groups=[0, 1])
 
 
-if __name__ == "__main__":
-    _regenerate()
-
-
 def test_stopping_score_of_a_classifier_moves_with_every_probability() -> None:
     y = np.array([1, 1, 1, 1, 0], dtype=float)
     sure, unsure = np.array([0.9, 0.9, 0.9, 0.9, 0.2]), np.array([0.6, 0.6, 0.6, 0.6, 0.4])
@@ -188,3 +184,7 @@ def test_stopping_score_of_a_classifier_moves_with_every_probability() -> None:
         "success", np.ones(3), np.array([0.2, 0.9, 0.9])
     )
     assert stopping_score("throughput", np.array([1.0, 2.0]), np.array([2.0, 2.0])) == pytest.approx(1.5)
+
+
+if __name__ == "__main__":
+    _regenerate()

@@ -191,7 +191,7 @@ def test_costmodel_train_missing_corpus_exits_1(capsys, tmp_path):
         (("--types", "5-way-join"), "--types takes query types from"),
         (("--n", "10", "--start", "10"), "--start (10) must be"),
         (("--start", "-1"), "--start (-1) must be"),
-        (("--repeat", "--rerun-failed"), "two different reruns"),
+        (("--repeat", "--rerun-failed", "--duration", "70"), "no failed corpus traces (tbr-0-*"),
         (("--rerun-failed", "--chooser", "gnn"), "does not take --chooser"),
         (("--rerun-failed", "--duration", "70"), "no failed corpus traces"),
     ],
@@ -213,11 +213,14 @@ def test_rerun_failed_needs_a_longer_duration_and_picks_the_failures(capsys, tmp
     for i, t in enumerate(list(read_traces(fix))[:4]):
         lab = replace(t.labels, success=i in (0, 3), origin="real")
         ts.append(replace(t, trace_id=f"tb-0-{i:05d}", labels=lab, meta={"duration_s": 35.0}))
-    write_traces(tmp_path / "t.jsonl", ts)
+    repeat = replace(ts[3], trace_id="tbr-0-00003", labels=replace(ts[3].labels, success=False))
+    write_traces(tmp_path / "t.jsonl", [*ts, repeat])
     code, out = invoke(capsys, "costmodel", "testbed-corpus", "--out", str(tmp_path / "t.jsonl"), "--rerun-failed")
     assert code == 2 and "longer than the failed runs' (35 s), e.g. 70" in out and "Traceback" not in out
     assert _failed_to_rerun(tmp_path / "t.jsonl", "tb-0", 70.0, list(range(4))) == [1, 2]
     assert _failed_to_rerun(tmp_path / "t.jsonl", "tb-0", 70.0, [2, 3]) == [2]
+    # with --repeat the failed repeat runs are picked, never the corpus runs of the same index
+    assert _failed_to_rerun(tmp_path / "t.jsonl", "tbr-0", 70.0, list(range(4))) == [3]
 
 
 def test_repeatability_without_repeats_exits_1(capsys, tmp_path):

@@ -201,7 +201,9 @@ def testbed_corpus(
         typer.Option(
             "--rerun-failed",
             help="run the corpus traces in --out whose run failed (no sink rows) again, for a longer --duration "
-            "(ids tbl-...): `eval-real --success-rule rerun` counts those that succeed then as successes",
+            "(ids tbl-...): `eval-real --success-rule rerun` counts those that succeed then as successes; with "
+            "--repeat, the failed repeat runs (tbr-...) instead (ids tbrl-...), so that `costmodel repeatability` "
+            "can judge both runs of a pair by that rule",
         ),
     ] = False,
 ) -> None:
@@ -220,9 +222,6 @@ def testbed_corpus(
     if repeat and chooser is not None:
         msg = "--repeat reruns corpus traces; it does not take --chooser"
         raise ConfigError(msg)
-    if repeat and rerun_failed:
-        msg = "--repeat and --rerun-failed are two different reruns; give one"
-        raise ConfigError(msg)
     if rerun_failed and chooser is not None:
         msg = "--rerun-failed reruns corpus traces; it does not take --chooser"
         raise ConfigError(msg)
@@ -240,8 +239,9 @@ def testbed_corpus(
         only = [i for i in _pairs_of_types(seed, first, n, types) if i >= start]
     if rerun_failed:
         among = [i for i in (only if only is not None else range(n)) if i >= start]
-        only = _failed_to_rerun(out, f"tb{tag}-{seed}", duration, among)
-        prefix = "tbl"
+        # a failed repeat run gets its own longer run: the corpus run's rerun (tbl-) is another, independent one
+        only = _failed_to_rerun(out, f"{prefix}{tag}-{seed}", duration, among)
+        prefix = "tbrl" if repeat else "tbl"
     if chooser is not None:
         name = label or chooser
         if not name.replace("-", "").replace("_", "").isalnum():

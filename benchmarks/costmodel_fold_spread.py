@@ -72,7 +72,7 @@ def partition(
         vote[test] = MetricEnsemble(models).combine(p)
         if sim is not None and tuned is not None:
             tune = [
-                fine_tune(b, ds.subset(train), cfg.ft_epochs, cfg.ft_lr, seed=cfg.seed + f, groups=qidx[train])
+                fine_tune(b, ds.subset(train), cfg.ft_epochs, cfg.ft_lr, seed=cfg.seed, groups=qidx[train])
                 for b in sim.ensembles[metric].members
             ]
             tuned[:, test] = np.stack([m.predict(held_out) for m in tune])
@@ -89,7 +89,7 @@ def partition(
             "real_only_mean": per.mean(axis=0),
             "fine_tuned_vote": ft_vote,
             "fine_tuned_mean": tuned.mean(axis=0),
-            "both_mean": (per.mean(axis=0) + tuned.mean(axis=0)) / 2,
+            "both_mean": np.vstack([per, tuned]).mean(axis=0),  # every member alike, as costmodel_real_fit.pooled
         }
         out["combined"] = {k: class_scores(y, v[use])["balanced_acc"] for k, v in soft.items()}
     return out

@@ -191,9 +191,9 @@ def test_costmodel_train_missing_corpus_exits_1(capsys, tmp_path):
         (("--types", "5-way-join"), "--types takes query types from"),
         (("--n", "10", "--start", "10"), "--start (10) must be"),
         (("--start", "-1"), "--start (-1) must be"),
-        (("--repeat", "--rerun-failed", "--duration", "70"), "no failed corpus traces (tbr-0-*"),
+        (("--repeat", "--rerun-failed", "--duration", "70"), "no failed runs (tbr-0-*"),
         (("--rerun-failed", "--chooser", "gnn"), "does not take --chooser"),
-        (("--rerun-failed", "--duration", "70"), "no failed corpus traces"),
+        (("--rerun-failed", "--duration", "70"), "no failed runs (tb-0-*"),
     ],
 )
 def test_testbed_corpus_option_mistakes_fail_before_the_testbed(capsys, tmp_path, args, says):
@@ -221,6 +221,25 @@ def test_rerun_failed_needs_a_longer_duration_and_picks_the_failures(capsys, tmp
     assert _failed_to_rerun(tmp_path / "t.jsonl", "tb-0", 70.0, [2, 3]) == [2]
     # with --repeat the failed repeat runs are picked, never the corpus runs of the same index
     assert _failed_to_rerun(tmp_path / "t.jsonl", "tbr-0", 70.0, list(range(4))) == [3]
+
+
+def test_rerun_of_failed_repeats_writes_their_own_ids(capsys, tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from adaptstream.costmodel.model import read_traces, write_traces
+    from adaptstream.costmodel.testbed import corpus
+
+    fix = Path(__file__).resolve().parents[1] / "fixtures" / "costmodel" / "train_sample.jsonl"
+    t = next(iter(read_traces(fix)))
+    failed = replace(t, labels=replace(t.labels, success=False, origin="real"), meta={"duration_s": 35.0})
+    both = [replace(failed, trace_id="tbr-0-00001"), replace(failed, trace_id="tb-0-00000")]
+    write_traces(tmp_path / "t.jsonl", both)
+    calls: list[dict] = []
+    monkeypatch.setattr(corpus, "run_corpus", lambda *a, **k: calls.append(k) or 0)  # no testbed: the call only
+    args = ("--out", str(tmp_path / "t.jsonl"), "--repeat", "--rerun-failed", "--n", "4", "--duration", "70")
+    code, _ = invoke(capsys, "costmodel", "testbed-corpus", *args)
+    assert code == 0 and len(calls) == 1
+    assert calls[0]["id_prefix"] == "tbrl" and calls[0]["only"] == [1]  # the failed repeat, not the corpus run
 
 
 def test_repeatability_without_repeats_exits_1(capsys, tmp_path):

@@ -31,13 +31,16 @@ from typing import Any
 import numpy as np
 
 from adaptstream.bench.costmodel_real_fit import (
+    BOTH,
     CANDIDATES,
+    POOLED,
     RealEvalConfig,
     available,
     choose_gnns,
     fine_tune_sim,
     fit_flat,
     fit_real,
+    pooled,
     predict,
     split_queries,
 )
@@ -50,7 +53,7 @@ from adaptstream.costmodel.train import METRICS, REGRESSION, SHORT, GraphDataset
 from adaptstream.errors import CostModelError
 
 Log = Callable[[str], None]
-MODELS = ("sim_zero_shot", "sim_fine_tuned", "real_only", "selected", "flat_real")
+MODELS = ("sim_zero_shot", "sim_fine_tuned", "real_only", "both_gnns", "selected", "flat_real")
 BASE_TYPES = ("linear", "2-way-join", "3-way-join")
 SUCCESS_RULES = ("rerun", "run")  # how a corpus trace's success label is judged (with_success_rule)
 
@@ -251,6 +254,7 @@ def _fit_fold(
     if sim is not None:
         both = np.concatenate([tr_i, va_i])
         fitted["sim_fine_tuned"] = fine_tune_sim(sim, ds.subset(both), cfg, qidx[both])
+        fitted[BOTH] = pooled(fitted)
     return fitted
 
 
@@ -297,7 +301,7 @@ def cross_validate(
                     oof["selected"][m][test] = oof[c][m][test]
             log(f"  fraction {frac:.2f} fold {f + 1}/{cfg.folds}: {len(test)} held-out traces")
         for name, preds in oof.items():
-            if (name == "sim_fine_tuned" and sim is None) or (name == "selected" and frac != top):
+            if (name in ("sim_fine_tuned", BOTH) and sim is None) or (name == "selected" and frac != top):
                 continue
             results.setdefault(name, {})[f"{frac}"] = scores(preds, ds)
             if frac == top:
@@ -322,8 +326,8 @@ def final_models(
     traces: list[Trace], sim: CostEnsembles | None, cfg: RealEvalConfig, out: Path
 ) -> tuple[list[str], dict[str, str]]:
     """Models on every corpus trace for `testbed-corpus --chooser`: gnn = per metric the GNN (fine-tuned or
-    real-only) chosen on held-back queries as in `cross_validate`, flat = LightGBM. Returns the metrics and the
-    choice."""
+    real-only) chosen on held-back queries as in `cross_validate`, or both pooled for the POOLED metrics, flat =
+    LightGBM. Returns the metrics and the choice."""
     from adaptstream.costmodel.flat import FlatVectorModel
 
     ds = GraphDataset.from_traces(traces)
@@ -472,7 +476,12 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
         "cv": cv,
         "cv_by_type": cv_by_type,
         "real_only_seeds": seed_scores,
-        "selection": {"candidates": list(CANDIDATES), "per_fold": choices, "final_models": final_pick},
+        "selection": {
+            "candidates": list(CANDIDATES),
+            "pooled": [SHORT[m] for m in POOLED],
+            "per_fold": choices,
+            "final_models": final_pick,
+        },
         "corpus_hosts": sets[0],
         "exp2": exp2_speedups(main_exp2),
         "exp2_load1": {c: load_range([t for t in main_exp2 if t.meta.get("chooser") == c]) for c in choosers},

@@ -8,6 +8,11 @@ Floor for a model (assumption, written here so the number can be checked): if a 
 log noise ``ln e`` independent, symmetric and the same for both runs, the log ratio of two runs has sqrt(2) times
 the spread of one run's noise, so a perfect predictor of ``f(x)`` has median q-error ``exp(ln(q_rep) / sqrt(2))``
 where ``q_rep`` is the median q-error between the two runs.
+
+Success is judged twice: by the run itself (`S`) and by the rule `eval-real` scores (`S (rerun)`): a failed run
+that succeeded when run again for longer counts as a success. The corpus run's longer run is `tbl-<seed>-<i>`, the
+repeat's its own `tbrl-<seed>-<i>` (`testbed-corpus --repeat --rerun-failed`); a pair with a failed run that has
+no longer run is left out of `S (rerun)`, counted.
 """
 
 from __future__ import annotations
@@ -40,6 +45,27 @@ def pairs(traces: Sequence[Trace]) -> list[tuple[Trace, Trace]]:
     return out
 
 
+def longer_runs(traces: Sequence[Trace]) -> dict[str, Trace]:
+    """The longer runs of failed runs, keyed by the id of the run they repeat (tbl- -> tb-, tbrl- -> tbr-)."""
+    out = {}
+    for t in traces:
+        if t.labels is None or t.labels.origin != "real":
+            continue
+        for stem, of in (("tbrl-", "tbr-"), ("tbl-", "tb-")):
+            if t.trace_id.startswith(stem):
+                out[of + t.trace_id[len(stem) :]] = t
+                break
+    return out
+
+
+def success_by_rerun(t: Trace, longer: dict[str, Trace]) -> bool | None:
+    """Success by the `rerun` rule: the run's own, or for a failed run its longer run's; None without one."""
+    if _label(t, "success"):
+        return True
+    again = longer.get(t.trace_id)
+    return None if again is None else bool(_label(again, "success"))
+
+
 def floor_for_model(q_rep: float) -> float:
     """Median q-error of a perfect predictor under the module docstring's noise assumption."""
     return math.exp(math.log(q_rep) / math.sqrt(2.0))
@@ -64,6 +90,7 @@ def repeatability(traces: Sequence[Trace]) -> dict[str, Any]:
             "`costmodel testbed-corpus --repeat`"
         )
         raise CostModelError(msg)
+    longer = longer_runs(traces)
     res: dict[str, Any] = {"n_pairs": len(ps), "regression": {}, "classes": {}}
     for short, field in REG.items():
         kept = [(a, b) for a, b in ps if _positive(a, field) and _positive(b, field)]
@@ -86,10 +113,12 @@ def repeatability(traces: Sequence[Trace]) -> dict[str, Any]:
             "log_ratio_median": round(float(np.median(np.log([y / x for x, y in both]))), 3),
             "load_spearman": _spearman([d for d, _ in dl], [r for _, r in dl]),
         }
-    for short, verdicts in _class_verdicts(ps).items():
+    for short, verdicts in _class_verdicts(ps, RULES, longer).items():
         res["classes"][short] = _agreement(verdicts)
+    if "S (rerun)" in res["classes"]:
+        res["classes"]["S (rerun)"]["left_out"] = len(ps) - res["classes"]["S (rerun)"]["n"]
     res["classes_by_type"] = {
-        qt: {k: _agreement(v) for k, v in _class_verdicts(sub, (LATEST,)).items()}
+        qt: {k: _agreement(v) for k, v in _class_verdicts(sub, (LATEST,), longer).items()}
         for qt in sorted({a.query.query_type for a, _ in ps})
         for sub in [[(a, b) for a, b in ps if a.query.query_type == qt]]
     }
@@ -100,14 +129,18 @@ def repeatability(traces: Sequence[Trace]) -> dict[str, Any]:
 
 
 def _class_verdicts(
-    ps: Sequence[tuple[Trace, Trace]], rules: Sequence[str] = RULES
+    ps: Sequence[tuple[Trace, Trace]], rules: Sequence[str] = RULES, longer: dict[str, Trace] | None = None
 ) -> dict[str, list[tuple[bool, bool]]]:
-    """(first, repeat) verdicts per class; backpressure once per rule, over the pairs where both runs have it."""
+    """(first, repeat) verdicts per class; backpressure once per rule, over the pairs where both runs have it;
+    success by the run and, where longer runs were recorded, by the `rerun` rule."""
     out: dict[str, list[tuple[bool, bool]]] = {}
     for rule in rules:
         both = [(verdict(a, rule), verdict(b, rule)) for a, b in ps]
         out[f"R_O ({rule})"] = [(x, y) for x, y in both if x is not None and y is not None]
     out["S"] = [(bool(_label(a, "success")), bool(_label(b, "success"))) for a, b in ps]
+    if longer:
+        judged = [(success_by_rerun(a, longer), success_by_rerun(b, longer)) for a, b in ps]
+        out["S (rerun)"] = [(x, y) for x, y in judged if x is not None and y is not None]
     return out
 
 
@@ -202,7 +235,9 @@ def markdown(res: dict[str, Any], command: str, meta: dict[str, Any]) -> str:
         "(testbed/bprules.py: a run gets a newer rule's verdict where it recorded what that rule needs, "
         "lag-or-stuck from a lag-growth run's batch records; the oldest runs have end-backlog only). "
         "Balanced agreement: the balanced accuracy (mean per-class recall) that one run's label reaches as a "
-        "predictor of the other run's, mean of both directions; '-' where a class is missing.",
+        "predictor of the other run's, mean of both directions; '-' where a class is missing. `S (rerun)`: "
+        "success as `eval-real` judges it, a failed run counting as a success when a longer run of it "
+        "(`testbed-corpus --rerun-failed`, the repeat's with `--repeat`) succeeded" + _left_out(res) + ".",
         "",
         "| class | pairs | same label in both runs | balanced agreement | positives (first / repeat) |",
         "|---|---|---|---|---|",
@@ -222,6 +257,15 @@ def markdown(res: dict[str, Any], command: str, meta: dict[str, Any]) -> str:
         cells = [" / ".join(_f(v, 1) for v in r[k]) for k in keys]
         lines.append(f"| {r['id']} | {r['type']} | {r['kind']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _left_out(res: dict[str, Any]) -> str:
+    """`S (rerun)` is comparable with eval-real's success labels only when no pair was left out: say how many."""
+    d = res["classes"].get("S (rerun)")
+    if not d:
+        return ""
+    n = d.get("left_out", 0)
+    return f"; {n} pairs with a failed run that has no longer run left out" if n else ""
 
 
 def _agreement_cells(d: dict[str, Any]) -> str:
@@ -245,7 +289,7 @@ def _by_type(res: dict[str, Any]) -> list[str]:
     ]
     for qt, classes in per.items():
         for k, d in classes.items():
-            lines.append(f"| {qt} | {k.split(' ')[0]} | {_agreement_cells(d)} |")
+            lines.append(f"| {qt} | {'R_O' if k.startswith('R_O') else k} | {_agreement_cells(d)} |")
     return lines
 
 

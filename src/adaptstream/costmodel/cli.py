@@ -354,6 +354,9 @@ def repeatability(
         console.print(
             f"{k}: run-to-run Q50 {d.get('q50')} over {d['n']} pairs (model floor {d.get('model_floor_q50')})"
         )
+    for k in ("S", "S (rerun)"):
+        if (c := res["classes"].get(k)) is not None:
+            console.print(f"{k}: balanced agreement {c.get('balanced_agreement', '-')} over {c['n']} pairs")
     console.print(f"[green]report[/green] {path}")
 
 

@@ -281,7 +281,7 @@ def _failed_to_rerun(out: Path, stem: str, duration: float, among: list[int]) ->
     ]
     if not failed:
         span = f"ids {min(among)}..{max(among)}" if among else "no ids selected"
-        msg = f"no failed corpus traces ({stem}-*, {span}) in {out} to rerun"
+        msg = f"no failed runs ({stem}-*, {span}) in {out} to rerun"
         raise ConfigError(msg)
     longest = max(float(t.meta.get("duration_s", 0.0)) for t in failed)
     if duration <= longest:

@@ -1,7 +1,9 @@
 """Ensembles of Costream models (Sec. IV-A): k models per metric differing only in their seed.
 
 Regression metrics average the members' predictions; classification metrics take a majority vote of the
-members' binary decisions. A directory of ensembles has one sub-folder per metric and a manifest.json.
+members' binary decisions (`vote`, the paper's) or cut their mean probability at 0.5 (`mean`, a soft vote, used
+where members of two differently trained GNNs are pooled). A directory of ensembles has one sub-folder per metric
+and a manifest.json.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -29,12 +31,14 @@ from adaptstream.costmodel.train import (
 from adaptstream.errors import CostModelError
 
 MANIFEST = "manifest.json"
+Combine = Literal["vote", "mean"]  # how a classification ensemble turns its members' probabilities into a decision
+COMBINES: tuple[Combine, ...] = ("vote", "mean")
 
 
 class MetricEnsemble:
     """Several TrainedModels for one metric."""
 
-    def __init__(self, members: Sequence[TrainedModel]) -> None:
+    def __init__(self, members: Sequence[TrainedModel], combine: Combine = "vote") -> None:
         if not members:
             msg = "an ensemble needs at least one member"
             raise CostModelError(msg)
@@ -42,8 +46,12 @@ class MetricEnsemble:
         if len(metrics) != 1:
             msg = f"ensemble members predict different metrics: {sorted(metrics)}"
             raise CostModelError(msg)
+        if combine not in COMBINES:
+            msg = f"unknown ensemble combine {combine!r}; valid: {', '.join(COMBINES)}"
+            raise CostModelError(msg)
         self.members = list(members)
         self.metric = members[0].metric
+        self.combine_rule = combine
 
     def member_predictions(self, graphs: Sequence[RawGraph]) -> np.ndarray:
         """[k, n]: values (regression) or positive-class probabilities (classification)."""
@@ -52,6 +60,8 @@ class MetricEnsemble:
     def combine(self, per_member: np.ndarray) -> np.ndarray:
         if self.metric in REGRESSION:
             return per_member.mean(axis=0)
+        if self.combine_rule == "mean":
+            return per_member.mean(axis=0) >= 0.5
         votes = (per_member >= 0.5).sum(axis=0)
         return votes * 2 > per_member.shape[0]  # strict majority; ties (even k) count as negative
 
@@ -89,7 +99,8 @@ class CostEnsembles:
                 rel = f"{metric}/member{i}.pt"
                 m.save(d / rel)
                 files[metric].append(rel)
-        (d / MANIFEST).write_text(json.dumps({"files": files, "info": self.info}, indent=1))
+        combine = {m: e.combine_rule for m, e in self.ensembles.items()}
+        (d / MANIFEST).write_text(json.dumps({"files": files, "combine": combine, "info": self.info}, indent=1))
 
     @classmethod
     def load(cls, directory: str | Path, metrics: Sequence[str] | None = None) -> CostEnsembles:
@@ -104,7 +115,10 @@ class CostEnsembles:
         if missing:
             msg = f"{d} has no models for {missing}; it has {sorted(data['files'])}"
             raise CostModelError(msg)
-        ens = {m: MetricEnsemble([TrainedModel.load(d / f) for f in data["files"][m]]) for m in wanted}
+        rule = data.get("combine", {})  # absent in directories written before the soft vote: majority vote
+        ens = {
+            m: MetricEnsemble([TrainedModel.load(d / f) for f in data["files"][m]], rule.get(m, "vote")) for m in wanted
+        }
         return cls(ens, data.get("info", {}))
 
 

@@ -1,12 +1,11 @@
 """Cost-based initial placement (Costream Sec. V, Fig. 4).
 
-Enumerate candidates under the rules of Fig. 5 (the data side's ``generate.enumerate_placements``), predict
-all
-metrics for every candidate with an ensemble, drop candidates predicted to fail or to backpressure (majority
-vote inside the ensemble), and pick the best remaining one by the user's target: minimum processing or
-end-to-end latency, or maximum throughput. If every candidate is predicted infeasible we say so in the
-decision
-(``fallback``) and choose among the least bad: predicted-successful ones ignoring backpressure, then all.
+Enumerate candidates under the rules of Fig. 5 (the data side's ``generate.enumerate_placements``), predict all
+metrics for every candidate with an ensemble, drop candidates predicted to fail or to backpressure (each
+ensemble's vote: majority, or mean probability where members of two GNNs are pooled), and pick the best
+remaining one by the user's target: minimum processing or end-to-end latency, or maximum throughput. If every
+candidate is predicted infeasible we say so in the decision (``fallback``) and choose among the least bad:
+predicted-successful ones ignoring backpressure, then all.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from adaptstream.bench import costmodel_real_eval as ev
 from adaptstream.bench import costmodel_real_fit as fit
 from adaptstream.bench import costmodel_real_report as rep
 from adaptstream.costmodel.cli_data import _load_chooser
+from adaptstream.costmodel.ensemble import CostEnsembles
 from adaptstream.costmodel.generate import initial_placement, placement_violations
 from adaptstream.costmodel.model import Host, Labels, Trace, read_traces, write_traces
 from adaptstream.costmodel.testbed.corpus import chosen_placer, query_for
@@ -127,6 +128,31 @@ def test_a_choice_without_a_model_moves_to_the_candidate_that_has_one() -> None:
     got = fit.available({"throughput": "real_only", "success": "sim_fine_tuned", "backpressure": "real_only"}, fitted)
     assert got == {"throughput": "real_only", "success": "real_only", "backpressure": "real_only"}
     assert fit.available({"success": "sim_fine_tuned"}, {"real_only": {}}) == {"success": "sim_fine_tuned"}
+
+
+def test_pooled_metrics_take_both_gnns_whatever_the_choice() -> None:
+    class Member:  # stand-in with a metric only: pooling concatenates members, it does not call them
+        def __init__(self, metric: str) -> None:
+            self.metric = metric
+
+    def ens(metric: str, k: int) -> fit.MetricEnsemble:
+        return fit.MetricEnsemble([Member(metric) for _ in range(k)])  # type: ignore[misc]
+
+    fitted: dict[str, dict[str, Any]] = {
+        "sim_fine_tuned": {"success": ens("success", 3), "throughput": ens("throughput", 3)},
+        "real_only": {s: ens(s, 2) for s in ("success", "throughput", "backpressure")},
+    }
+    both = fit.pooled(fitted)
+    assert set(both) == {"success", "throughput"}  # backpressure: the fine-tuned GNN has none
+    assert len(both["success"].members) == 5 and both["success"].combine_rule == "mean"
+    pick = {"success": "real_only", "throughput": "real_only", "backpressure": "sim_fine_tuned"}
+    unpooled = fit.available(pick, {k: v for k, v in fitted.items() if k != fit.BOTH})  # as without a sim corpus
+    assert unpooled == {**pick, "backpressure": "real_only"}  # the fine-tuned GNN has no backpressure model
+    fitted[fit.BOTH] = both
+    got = fit.available(pick, fitted)
+    assert got["success"] == fit.BOTH
+    assert got["throughput"] == "real_only"  # pooled models exist for it, but T is chosen, not pooled
+    assert got["backpressure"] == "real_only"
 
 
 def test_validation_score_of_missing_or_unlabelled_predictions_is_infinite() -> None:
@@ -250,7 +276,8 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(
         chosen.append(pick)
         seen.append({int(q) for q in a[3][a[2]]})
         assert set(scored) == set(fit.CANDIDATES) and set(pick) == set(ev.METRICS)
-        # a choice that differs between metrics, so the test sees which model's predictions `selected` holds
+        # a choice that differs between metrics, so the test sees which model's predictions `selected` holds;
+        # success is pooled (fit.POOLED) whatever the choice says
         return {m: "real_only" if m == "throughput" else "sim_fine_tuned" for m in pick}, scored
 
     monkeypatch.setattr(ev, "choose_gnns", fixed_choice)
@@ -266,6 +293,9 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(
     assert top["selected"]["Lp"] == top["sim_fine_tuned"]["Lp"]
     assert [row["choice"]["T"] for row in res["selection"]["per_fold"]] == ["real_only", "real_only"]
     assert res["selection"]["final_models"]["Lp"] == "sim_fine_tuned"
+    assert top["selected"]["S"] == top["both_gnns"]["S"] and res["selection"]["final_models"]["S"] == fit.BOTH
+    saved = CostEnsembles.load(tmp_path / "models" / "gnn").ensembles["success"]
+    assert saved.combine_rule == "mean" and len(saved.members) == 3  # one fine-tuned + two real-only members
     json.dumps(res["selection"], allow_nan=False)  # scores with nothing to score are None, not infinity
     assert res["n_traces"] == 40 and res["n_queries"] == 20  # the rerun is no corpus trace
     assert res["success_rule"]["succeeded_on_rerun"] == 1 and res["success_rule"]["rerun"] == 1

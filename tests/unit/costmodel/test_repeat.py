@@ -124,3 +124,39 @@ def test_class_agreement_per_query_type_counts_each_type_apart() -> None:
     assert (two["n"], two["agreement"]) == (2, 0.5) and "balanced_agreement" not in two  # no failed first run
     assert set(per["linear"]) == {"R_O (lag-or-stuck)", "S"}  # the newest rule only
     assert sum(c["S"]["n"] for c in per.values()) == res["classes"]["S"]["n"] == 6
+
+
+def _longer(t: Trace, ok: bool) -> Trace:
+    """A longer run of failed run `t` (tb- -> tbl-, tbr- -> tbrl-), as `testbed-corpus --rerun-failed` writes it."""
+    from dataclasses import replace
+
+    stem, rest = t.trace_id.split("-", 1)
+    return replace(t, trace_id=f"{'tbrl' if stem == 'tbr' else 'tbl'}-{rest}", labels=_lab(1.0, 1.0, ok=ok))
+
+
+def test_success_by_the_rerun_rule_uses_each_runs_own_longer_run(tmp_path: Path) -> None:
+    ts: list[Trace] = []
+    # (first ok, repeat ok, first's longer run ok, repeat's longer run ok); None: no longer run recorded
+    cases = [(True, True, None, None), (False, False, True, False), (False, True, False, None)]
+    cases += [(True, False, None, True), (False, False, False, None)]  # the last: repeat failed, never rerun
+    for i, (a, b, la, lb) in enumerate(cases):
+        first, again = _pair(i, _lab(1.0, 1.0, ok=a), _lab(1.0, 1.0, ok=b))
+        ts += [first, again]
+        ts += [_longer(first, la)] if la is not None else []
+        ts += [_longer(again, lb)] if lb is not None else []
+    res = rep.repeatability(ts)
+    by_rerun = res["classes"]["S (rerun)"]
+    # pairs judged: (T,T), (T,F), (F,T), (T,T); the fifth is left out
+    assert (by_rerun["n"], by_rerun["left_out"], by_rerun["agreement"]) == (4, 1, 0.5)
+    assert (by_rerun["positives_first"], by_rerun["positives_repeat"]) == (3, 3)
+    assert res["classes"]["S"]["n"] == 5  # the run's own verdict judges every pair
+    corpus, _, reruns = ev.load_real(_write(tmp_path, ts))
+    assert set(reruns) == {"tb-0-00001", "tb-0-00002", "tb-0-00004"}  # a repeat's longer run is no corpus rerun
+    assert all(t.trace_id.startswith("tb-") for t in corpus)
+    text = rep.markdown(res, "cmd", {})
+    assert "| S (rerun) | 4 | 50% |" in text and "1 pairs with a failed run that has no longer run left out" in text
+
+
+def _write(tmp_path: Path, ts: list[Trace]) -> Path:
+    write_traces(tmp_path / "t.jsonl", ts)
+    return tmp_path / "t.jsonl"

@@ -7,6 +7,7 @@ tests/unit/costmodel/test_train.py``.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +85,28 @@ def test_classifier_trains_and_ensemble_votes(tmp_path, data) -> None:
     both.save(tmp_path / "ens")
     loaded = CostEnsembles.load(tmp_path / "ens")
     np.testing.assert_array_equal(loaded.predict_graphs(test.graphs)["success"], votes)
+
+
+def test_soft_vote_cuts_the_mean_probability_and_is_saved(tmp_path, data) -> None:
+    train, val, test = data
+    members = [
+        train_model(train, val, TrainConfig(metric="success", hidden=16, epochs=3, batch_size=64, seed=s))
+        for s in (0, 1)
+    ]
+    soft = MetricEnsemble(members, combine="mean")
+    per = np.array([[0.9, 0.2, 0.6], [0.3, 0.4, 0.45]])
+    np.testing.assert_array_equal(soft.combine(per), [True, False, True])  # means 0.6, 0.3, 0.525
+    np.testing.assert_array_equal(MetricEnsemble(members).combine(per), [False, False, False])  # 1 of 2: no majority
+    CostEnsembles({"success": soft}).save(tmp_path / "ens")
+    again = CostEnsembles.load(tmp_path / "ens").ensembles["success"]
+    assert again.combine_rule == "mean"
+    np.testing.assert_array_equal(again.predict(test.graphs), soft.predict(test.graphs))
+    with pytest.raises(CostModelError, match="valid: vote, mean"):
+        MetricEnsemble(members, combine="median")  # type: ignore[arg-type]
+    manifest = tmp_path / "ens" / "manifest.json"
+    old = {k: v for k, v in json.loads(manifest.read_text()).items() if k != "combine"}  # written before soft votes
+    manifest.write_text(json.dumps(old))
+    assert CostEnsembles.load(tmp_path / "ens").ensembles["success"].combine_rule == "vote"
 
 
 def test_regression_ensemble_is_the_mean() -> None:

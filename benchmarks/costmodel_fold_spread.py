@@ -51,6 +51,7 @@ def partition(
     n = len(ds)
     vote, per = np.full(n, np.nan), np.full((members, n), np.nan)
     tuned = None if sim is None else np.full((len(sim.ensembles[metric].members), n), np.nan)
+    ft_vote = np.full(n, np.nan)
     for f in range(int(folds.max()) + 1):
         test, train = np.flatnonzero(folds == f), np.flatnonzero(folds != f)
         fit_i, stop_i = split_queries(train, qidx, 1.0, f + 100 * seed)
@@ -75,7 +76,8 @@ def partition(
                 fine_tune(b, ds.subset(train), cfg.ft_epochs, cfg.ft_lr, seed=cfg.seed, groups=qidx[train])
                 for b in sim.ensembles[metric].members
             ]
-            tuned[:, test] = np.stack([m.predict(held_out) for m in tune])
+            tuned[:, test] = tp = np.stack([m.predict(held_out) for m in tune])
+            ft_vote[test] = MetricEnsemble(tune).combine(tp)
     use = ds.usable(metric)
     y = ds.column(metric)[use]
     out = {
@@ -83,7 +85,6 @@ def partition(
         "members": [class_scores(y, p[use])["balanced_acc"] for p in per],
     }
     if tuned is not None:
-        ft_vote = ((tuned >= 0.5).sum(axis=0) * 2 > len(tuned)).astype(float)
         soft = {
             "real_only_vote": vote,
             "real_only_mean": per.mean(axis=0),

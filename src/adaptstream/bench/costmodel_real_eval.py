@@ -24,7 +24,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ import numpy as np
 from adaptstream.bench.costmodel_real_fit import (
     BOTH,
     CANDIDATES,
+    PARTITION_STRIDE,
     POOLED,
     RealEvalConfig,
     available,
@@ -311,6 +312,61 @@ def cross_validate(
     return results, by_type, choices, {f"{top}": [scores(seeds[k], ds) for k in sorted(seeds)]}
 
 
+HEADLINE = {"T": "q50", "Le": "q50", "Lp": "q50", "R_O": "balanced_acc", "S": "balanced_acc"}
+
+
+def partition_spread(
+    traces: list[Trace],
+    sim: CostEnsembles | None,
+    cfg: RealEvalConfig,
+    log: Log,
+    first: dict[str, dict[str, Any]],
+    other_success: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """The largest share's out-of-fold figures on `cfg.partitions` partitions of the queries into folds, each with
+    its own models (partition p > 0: seed + PARTITION_STRIDE * p for folds and training), per partition and as
+    mean / range per model. The first partition is `cross_validate`'s own result (`first`), not refitted."""
+    top = max(cfg.fractions)
+    per = [{"seed": cfg.seed, "models": _headline(first, f"{top}")}]
+    for p in range(1, cfg.partitions):
+        sub = replace(cfg, seed=cfg.seed + PARTITION_STRIDE * p, fractions=(top,), partitions=1)
+        log(f"fold partition {p + 1}/{cfg.partitions} (seed {sub.seed}), largest share only")
+        cv, _, _, _ = cross_validate(traces, sim, sub, log, other_success)
+        per.append({"seed": sub.seed, "models": _headline(cv, f"{top}")})
+    return {"n": len(per), "per_partition": per, "mean": _mean_headline(per)}
+
+
+def _headline(cv: dict[str, dict[str, Any]], frac: str) -> dict[str, dict[str, float | None]]:
+    """Per model, the figures the targets judge (Q50 of T, Le, Lp; balanced accuracy of R_O, S and of S under the
+    other success rule); None where a model scored nothing."""
+    out: dict[str, dict[str, float | None]] = {}
+    for name, per in cv.items():
+        sc = per.get(frac)
+        if sc is None:
+            continue
+        row = {k: sc.get(k, {}).get(field) for k, field in HEADLINE.items()}
+        row["S_other_rule"] = (sc.get("S_other_rule") or {}).get("balanced_acc")
+        out[name] = {k: v if v is not None and math.isfinite(v) else None for k, v in row.items()}
+    return out
+
+
+def _mean_headline(per: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per model and figure: mean, min and max over the partitions that scored it, and how many did."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in per[0]["models"]:
+        fig: dict[str, Any] = {}
+        for k in per[0]["models"][name]:
+            vals = [p["models"].get(name, {}).get(k) for p in per]
+            have = [float(v) for v in vals if v is not None]
+            fig[k] = (
+                {"mean": round(statistics.fmean(have), 4), "min": min(have), "max": max(have), "n": len(have)}
+                if have
+                else {"mean": None, "min": None, "max": None, "n": 0}
+            )
+        out[name] = fig
+    return out
+
+
 def _short(per_metric: dict[str, Any]) -> dict[str, Any]:
     return {SHORT[m]: v for m, v in per_metric.items()}
 
@@ -453,7 +509,10 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
     main_exp2 = [t for t in exp2 if host_set(t) == sets[0]]  # the targets judge the corpus' own host set
     choosers = sorted({str(t.meta.get("chooser", "")) for t in main_exp2})
     sim = train_sim(cfg, log)
+    if cfg.partitions > 1:
+        log(f"fold partition 1/{cfg.partitions} (seed {cfg.seed}): every training share")
     cv, cv_by_type, choices, seed_scores = cross_validate(corpus, sim, cfg, log, other)
+    spread = partition_spread(corpus, sim, cfg, log, cv, other)
     models, final_pick = final_models(corpus, sim, cfg, models_dir)
     log(f"models for --chooser written to {models_dir} (metrics {', '.join(SHORT[m] for m in models)})")
     res = {
@@ -476,6 +535,7 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
         "cv": cv,
         "cv_by_type": cv_by_type,
         "real_only_seeds": seed_scores,
+        "partitions": spread,
         "selection": {
             "candidates": list(CANDIDATES),
             "pooled": [SHORT[m] for m in POOLED],

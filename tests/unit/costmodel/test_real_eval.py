@@ -298,6 +298,8 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(
     assert saved.combine_rule == "mean" and len(saved.members) == 3  # one fine-tuned + two real-only members
     json.dumps(res["selection"], allow_nan=False)  # scores with nothing to score are None, not infinity
     assert res["n_traces"] == 40 and res["n_queries"] == 20  # the rerun is no corpus trace
+    assert res["partitions"]["n"] == 1 and res["partitions"]["per_partition"][0]["seed"] == 0
+    assert res["partitions"]["mean"]["selected"]["T"]["mean"] == pytest.approx(top["selected"]["T"]["q50"], abs=1e-4)
     assert res["success_rule"]["succeeded_on_rerun"] == 1 and res["success_rule"]["rerun"] == 1
     assert top["selected"]["S_other_rule"]["n"] == 40  # the same predictions against the 35-s labels
     assert set(res["cv"]) == set(ev.MODELS)
@@ -330,6 +332,7 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(
     assert len(verdicts) == 5  # the selected GNN's two rows, the fine-tuned GNN's two for reference, Exp. 2
     assert "### Per-metric choice of `selected`" in out.read_text()
     assert js["model"] == "selected" and set(js["by_model"]) == set(ev.MODELS)
+    assert js["fold_partitions"] == 1 and js["qerror_median"]["T"] == top["selected"]["T"]["q50"]
     json.dumps(js, allow_nan=False)  # no NaN or infinity anywhere in the report's JSON
     assert sum(row["n"] for row in res["exp2"]["gnn"].values()) == 1
     assert "REAL testbed" in out.read_text()
@@ -352,6 +355,39 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(
     assert placement_violations(q, HOSTS, placement) == []
     with pytest.raises(Exception, match="valid choices: gnn, flat"):
         _load_chooser("best", tmp_path / "models")
+
+
+def _fake_cv(t: float, s: float) -> dict[str, dict[str, Any]]:
+    q = {k: {"q50": t} for k in ("T", "Le", "Lp")}
+    return {"selected": {"1.0": {**q, "R_O": {"balanced_acc": 0.95}, "S": {"balanced_acc": s}}}}
+
+
+def test_targets_judge_the_mean_over_fold_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    # one partition alone meets both targets (S 0.92, T 1.4), the mean over three misses them (S 0.88, T 1.6)
+    by_seed = {5: _fake_cv(1.4, 0.92), 105: _fake_cv(1.9, 0.86), 205: _fake_cv(1.5, 0.86)}
+    calls: list[tuple[int, tuple[float, ...], int]] = []
+
+    def fake(traces: Any, sim: Any, cfg: fit.RealEvalConfig, *a: Any) -> tuple[Any, Any, Any, Any]:
+        calls.append((cfg.seed, cfg.fractions, cfg.partitions))
+        return by_seed[cfg.seed], {}, [], {}
+
+    monkeypatch.setattr(ev, "cross_validate", fake)
+    cfg = fit.RealEvalConfig("unused", seed=5, partitions=3)
+    spread = ev.partition_spread([], None, cfg, lambda s: None, by_seed[5])
+    assert calls == [(105, (1.0,), 1), (205, (1.0,), 1)]  # the first partition is not refitted
+    mean = spread["mean"]["selected"]
+    assert mean["S"] == {"mean": pytest.approx(0.88), "min": 0.86, "max": 0.92, "n": 3}
+    assert mean["T"]["mean"] == pytest.approx(1.6) and mean["S_other_rule"]["n"] == 0
+    res = {"cv": by_seed[5], "exp2": {}, "partitions": spread, "config": {"folds": 5}}
+    rows = rep.targets(res)
+    assert rows[0][3] == rows[1][3] == "**missed**"
+    assert "mean over 3 partitions" in rows[1][1] and "S 0.88 (0.86-0.92)" in rows[1][2]
+    one = {**res, "partitions": ev.partition_spread([], None, replace(cfg, partitions=1), print, by_seed[5])}
+    assert [r[3] for r in rep.targets(one)[:2]] == ["**met**", "**met**"]
+    figs, _, n = rep.judged(res, "selected")  # what the report's JSON gives as the targets' figures
+    assert n == 3 and figs["S"] == pytest.approx(0.88)
+    text = rep._partitions(res)
+    assert text[0] == "### Over 3 fold partitions (largest training share)" and "0.92, 0.86, 0.86" in text[-2]
 
 
 def test_exp2_type_filter_keeps_whole_pairs_of_the_named_types() -> None:

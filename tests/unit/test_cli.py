@@ -247,6 +247,12 @@ def test_repeatability_without_repeats_exits_1(capsys, tmp_path):
     assert code == 1 and "--repeat" in out and "Traceback" not in out
 
 
+@pytest.mark.parametrize(("opt", "says"), [("--partitions", "--partitions must be >= 1"), ("--folds", "--folds")])
+def test_eval_real_option_mistakes_exit_1_before_any_training(capsys, tmp_path, opt, says):
+    code, out = invoke(capsys, "costmodel", "eval-real", "--out", str(tmp_path / "r"), opt, "0")
+    assert code == 1 and says in out and "Traceback" not in out
+
+
 def test_bench_report_only_needs_a_report(capsys):
     code, out = invoke(capsys, "bench", "lmstream", "--report-only")
     assert code == 2 and "--report-only" in out and "Traceback" not in out

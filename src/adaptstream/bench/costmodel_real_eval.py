@@ -39,6 +39,7 @@ from adaptstream.bench.costmodel_real_fit import (
     available,
     choose_gnns,
     fine_tune_sim,
+    fit_diagnostics,
     fit_flat,
     fit_real,
     pooled,
@@ -56,6 +57,7 @@ from adaptstream.errors import CostModelError
 Log = Callable[[str], None]
 MODELS = ("sim_zero_shot", "sim_fine_tuned", "real_only", "both_gnns", "selected", "flat_real")
 BASE_TYPES = ("linear", "2-way-join", "3-way-join")
+DIAG = "_fit_diagnostics"  # _fit_fold's entry with the real-only members' training record, not a model
 SUCCESS_RULES = ("rerun", "run")  # how a corpus trace's success label is judged (with_success_rule)
 
 
@@ -251,11 +253,12 @@ def _fit_fold(
     """Every model fitted on a fraction of the queries in `train_idx` (20 % of those for early stopping)."""
     tr_i, va_i = split_queries(train_idx, qidx, frac, seed)
     train, val = ds.subset(tr_i), ds.subset(va_i)
-    fitted = {"real_only": fit_real(train, val, cfg), "flat_real": fit_flat(train, val)}
+    fitted: dict[str, dict[str, Any]] = {"real_only": fit_real(train, val, cfg), "flat_real": fit_flat(train, val)}
+    fitted[DIAG] = fit_diagnostics(fitted["real_only"], val, cfg.real_seconds)
     if sim is not None:
         both = np.concatenate([tr_i, va_i])
         fitted["sim_fine_tuned"] = fine_tune_sim(sim, ds.subset(both), cfg, qidx[both])
-        fitted[BOTH] = pooled(fitted)
+        fitted[BOTH] = pooled({k: v for k, v in fitted.items() if k != DIAG})
     return fitted
 
 
@@ -287,6 +290,7 @@ def cross_validate(
         for f in range(cfg.folds):
             test, train_idx = np.flatnonzero(folds == f), np.flatnonzero(folds != f)
             fitted = _fit_fold(ds, train_idx, qidx, sim, cfg, frac, cfg.seed + f)
+            diag = fitted.pop(DIAG)
             held_out = ds.subset(test)
             for name, models in fitted.items():
                 for m, p in predict(models, held_out).items():
@@ -297,7 +301,9 @@ def cross_validate(
                         seeds.setdefault(k, {}).setdefault(m, np.full(n, np.nan))[test] = p
                 pick, val_scores = choose_gnns(sim, ds, train_idx, qidx, cfg, cfg.seed + 1000 + f)
                 pick = available(pick, fitted)
-                choices.append({"fold": f, "choice": _short(pick), "scores": _finite(val_scores)})
+                choices.append(
+                    {"fold": f, "choice": _short(pick), "scores": _finite(val_scores), "real_only_fit": diag}
+                )
                 for m, c in pick.items():
                     oof["selected"][m][test] = oof[c][m][test]
             log(f"  fraction {frac:.2f} fold {f + 1}/{cfg.folds}: {len(test)} held-out traces")
@@ -322,18 +328,24 @@ def partition_spread(
     log: Log,
     first: dict[str, dict[str, Any]],
     other_success: np.ndarray | None = None,
+    first_choices: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """The largest share's out-of-fold figures on `cfg.partitions` partitions of the queries into folds, each with
     its own models (partition p > 0: seed + PARTITION_STRIDE * p for folds and training), per partition and as
     mean / range per model. The first partition is `cross_validate`'s own result (`first`), not refitted."""
     top = max(cfg.fractions)
-    per = [{"seed": cfg.seed, "models": _headline(first, f"{top}")}]
+    per = [{"seed": cfg.seed, "models": _headline(first, f"{top}"), "real_only_fit": _fits(first_choices)}]
     for p in range(1, cfg.partitions):
         sub = replace(cfg, seed=cfg.seed + PARTITION_STRIDE * p, fractions=(top,), partitions=1)
         log(f"fold partition {p + 1}/{cfg.partitions} (seed {sub.seed}), largest share only")
-        cv, _, _, _ = cross_validate(traces, sim, sub, log, other_success)
-        per.append({"seed": sub.seed, "models": _headline(cv, f"{top}")})
+        cv, _, choices, _ = cross_validate(traces, sim, sub, log, other_success)
+        per.append({"seed": sub.seed, "models": _headline(cv, f"{top}"), "real_only_fit": _fits(choices)})
     return {"n": len(per), "per_partition": per, "mean": _mean_headline(per)}
+
+
+def _fits(choices: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per fold, the real-only members' training record (`fit_diagnostics`)."""
+    return [c.get("real_only_fit", {}) for c in choices]
 
 
 def _headline(cv: dict[str, dict[str, Any]], frac: str) -> dict[str, dict[str, float | None]]:
@@ -512,7 +524,7 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
     if cfg.partitions > 1:
         log(f"fold partition 1/{cfg.partitions} (seed {cfg.seed}): every training share")
     cv, cv_by_type, choices, seed_scores = cross_validate(corpus, sim, cfg, log, other)
-    spread = partition_spread(corpus, sim, cfg, log, cv, other)
+    spread = partition_spread(corpus, sim, cfg, log, cv, other, choices)
     models, final_pick = final_models(corpus, sim, cfg, models_dir)
     log(f"models for --chooser written to {models_dir} (metrics {', '.join(SHORT[m] for m in models)})")
     res = {

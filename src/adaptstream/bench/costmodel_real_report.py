@@ -334,7 +334,26 @@ def _partitions(res: dict[str, Any]) -> list[str]:
         cells = [f"{_f(v['mean'])} ({_f(v['min'])}-{_f(v['max'])})" for k, v in figs.items() if k != "S_other_rule"]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     per = ", ".join(_f(p["models"].get(m, {}).get("S")) for p in parts["per_partition"])
-    return [*lines, "", f"`{m}`'s S per partition: {per}.", ""]
+    fits = [_fit_line(p) for p in parts["per_partition"] if p.get("real_only_fit")]
+    return [*lines, "", f"`{m}`'s S per partition: {per}.", "", *fits, *([""] if fits else [])]
+
+
+def _fit_line(part: dict[str, Any]) -> str:
+    """How the real-only success members of one partition trained: epochs, stops by the time limit (then the
+    result depends on the machine's load), and the failed runs in each fold's early-stopping slice."""
+    folds = [f.get("success") for f in part["real_only_fit"] if f.get("success")]
+    members = [x for f in folds for x in f["members"]]
+    if not members:
+        return f"- seed {part['seed']}: no real-only success members recorded"
+    epochs = [x["epochs"] for x in members]
+    best = [x["best_epoch"] for x in members]
+    timed = sum(x["time_limited"] for x in members)
+    fails = ", ".join(str(f["val_by_class"]["0"]) for f in folds)
+    return (
+        f"- seed {part['seed']}, real-only success members: {min(epochs)}-{max(epochs)} epochs (best epoch "
+        f"{min(best)}-{max(best)}), {timed} of {len(members)} stopped by the time limit; failed runs in each "
+        f"fold's early-stopping slice: {fails}"
+    )
 
 
 def _selection(res: dict[str, Any]) -> list[str]:

@@ -390,6 +390,37 @@ def test_targets_judge_the_mean_over_fold_partitions(monkeypatch: pytest.MonkeyP
     assert text[0] == "### Over 3 fold partitions (largest training share)" and "0.92, 0.86, 0.86" in text[-2]
 
 
+def _member(scores: list[float], seconds_per_epoch: float) -> Any:
+    from types import SimpleNamespace
+
+    hist = [{"epoch": i + 1, "val_score": v, "seconds": (i + 1) * seconds_per_epoch} for i, v in enumerate(scores)]
+    return SimpleNamespace(history=hist)
+
+
+def test_fit_diagnostics_tell_a_time_limited_member_and_the_failures_it_stopped_on() -> None:
+    from types import SimpleNamespace
+
+    from adaptstream.costmodel.features import LABEL_FIELDS
+
+    labels = np.full((5, len(LABEL_FIELDS)), np.nan)
+    labels[:, LABEL_FIELDS.index("success")] = [1, 0, 1, 1, np.nan]  # one failed run, one unlabelled
+    val = GraphDataset([None] * 5, labels)  # type: ignore[list-item]
+    early = _member([0.9, 0.5, 0.6, 0.7], seconds_per_epoch=0.5)  # stopped by patience at 2 s
+    timed = _member([0.9, 0.8, 0.4], seconds_per_epoch=3.0)  # past 8 s after epoch 3
+    models = {"success": SimpleNamespace(members=[early, timed])}
+    diag = fit.fit_diagnostics(models, val, max_seconds=8.0)  # type: ignore[arg-type]
+    assert set(diag) == {"success"}  # regression metrics and absent class metrics are left out
+    assert diag["success"]["val_by_class"] == {"0": 1, "1": 3}
+    assert diag["success"]["members"] == [
+        {"epochs": 4, "best_epoch": 2, "time_limited": False},
+        {"epochs": 3, "best_epoch": 3, "time_limited": True},
+    ]
+    part = {"seed": 100, "real_only_fit": [diag, {}]}
+    line = rep._fit_line(part)
+    assert "3-4 epochs (best epoch 2-3), 1 of 2 stopped by the time limit" in line
+    assert line.endswith("early-stopping slice: 1")
+
+
 def test_exp2_type_filter_keeps_whole_pairs_of_the_named_types() -> None:
     from adaptstream.costmodel.cli_data import _pairs_of_types
     from adaptstream.errors import ConfigError

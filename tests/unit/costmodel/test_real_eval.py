@@ -54,6 +54,31 @@ def test_folds_keep_a_query_in_one_fold() -> None:
         ev.query_folds(traces[:4], 5, seed=0)
 
 
+def test_split_draws_failed_queries_apart_and_keeps_whole_queries() -> None:
+    qidx = np.repeat(np.arange(50), 2)  # 50 queries, two runs each; queries 0-9 have a failed run
+    idx = np.arange(qidx.size)
+    failed = frozenset(range(10))
+    for seed in range(20):
+        tr, va = fit.split_queries(idx, qidx, 1.0, seed, failed)
+        tr_q, va_q = set(qidx[tr].tolist()), set(qidx[va].tolist())
+        assert not tr_q & va_q and tr_q | va_q == set(range(50))  # whole queries, none lost
+        assert len(va_q & failed) == 2 and len(va_q - failed) == 8  # 20 % of each stratum
+    plain = [len(set(qidx[fit.split_queries(idx, qidx, 1.0, s)[1]].tolist()) & failed) for s in range(20)]
+    assert min(plain) != max(plain)  # the plain draw's share of failed queries varies with the seed
+    a = fit.split_queries(idx, qidx, 1.0, 3)
+    b = fit.split_queries(idx, qidx, 1.0, 3, frozenset())
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    half_tr, half_va = fit.split_queries(idx, qidx, 0.5, 1, failed)
+    assert len(set(qidx[np.concatenate([half_tr, half_va])].tolist()) & failed) == 5
+
+
+def test_failed_queries_are_those_with_a_failed_run() -> None:
+    traces = _as_real(6)
+    traces[2], traces[4] = _failed(traces[2]), _failed(traces[4])
+    qidx = np.array([int(t.meta["query_index"]) for t in traces])
+    assert fit.failed_queries(GraphDataset.from_traces(traces), qidx) == {int(qidx[2]), int(qidx[4])}
+
+
 def _exp2_trace(j: int, kind: str, lp: float | None, hosts: list[Host] = HOSTS) -> Trace:
     q, _ = realise(query_for(0, 1000 + j))
     ok = lp is not None

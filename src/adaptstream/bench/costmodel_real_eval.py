@@ -252,7 +252,8 @@ def _fit_fold(
     seed: int,
 ) -> dict[str, dict[str, Any]]:
     """Every model fitted on a fraction of the queries in `train_idx` (20 % of those for early stopping)."""
-    tr_i, va_i = split_queries(train_idx, qidx, frac, seed, failed_queries(ds, qidx))
+    failed = failed_queries(ds, qidx) if cfg.stratify_failed else frozenset()
+    tr_i, va_i = split_queries(train_idx, qidx, frac, seed, failed)
     train, val = ds.subset(tr_i), ds.subset(va_i)
     fitted: dict[str, dict[str, Any]] = {"real_only": fit_real(train, val, cfg), "flat_real": fit_flat(train, val)}
     fitted[DIAG] = fit_diagnostics(fitted["real_only"], val, cfg.real_seconds)

@@ -296,6 +296,14 @@ def evaluate_real(
             "--rerun-failed`, counts as success) or `run` (the recorded run only)"
         ),
     ] = "rerun",
+    stratify_failed: Annotated[
+        bool,
+        typer.Option(
+            "--stratify-failed",
+            help="draw the early-stopping and model-choice slices from queries with and without a failed run "
+            "apart (20 % of each); off: one plain draw",
+        ),
+    ] = False,
     seed: Annotated[int, typer.Option()] = 0,
 ) -> None:
     """Held-out accuracy on REAL testbed traces (zero-shot, fine-tuned, real-only, selected, flat), Exp. 2 speed-ups."""
@@ -326,6 +334,7 @@ def evaluate_real(
         real_members=real_members,
         success_rule=success_rule,
         partitions=partitions,
+        stratify_failed=stratify_failed,
     )
     res = ev.run(cfg, models, log=console.print)
     meta = {"git": git_revision(), "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}

@@ -79,6 +79,28 @@ def test_failed_queries_are_those_with_a_failed_run() -> None:
     assert fit.failed_queries(GraphDataset.from_traces(traces), qidx) == {int(qidx[2]), int(qidx[4])}
 
 
+def test_eval_real_draws_by_stratum_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    traces = _as_real(8)
+    traces[2] = _failed(traces[2])
+    ds = GraphDataset.from_traces(traces)
+    qidx = np.array([int(t.meta["query_index"]) for t in traces])
+    seen: list[frozenset[int]] = []
+
+    class Stop(Exception):
+        pass
+
+    def spy(idx: np.ndarray, q: np.ndarray, frac: float, seed: int, failed: frozenset[int] = frozenset()) -> Any:
+        seen.append(failed)
+        raise Stop
+
+    monkeypatch.setattr(ev, "split_queries", spy)
+    for flag in (False, True):
+        cfg = ev.RealEvalConfig("unused", None, stratify_failed=flag)
+        with pytest.raises(Stop):
+            ev._fit_fold(ds, np.arange(8), qidx, None, cfg, 1.0, 0)
+    assert seen == [frozenset(), frozenset({1})]
+
+
 def _exp2_trace(j: int, kind: str, lp: float | None, hosts: list[Host] = HOSTS) -> Trace:
     q, _ = realise(query_for(0, 1000 + j))
     ok = lp is not None
@@ -406,7 +428,7 @@ def test_targets_judge_the_mean_over_fold_partitions(monkeypatch: pytest.MonkeyP
     res = {"cv": by_seed[5], "exp2": {}, "partitions": spread, "config": {"folds": 5}}
     rows = rep.targets(res)
     assert rows[0][3] == rows[1][3] == "**missed**"
-    assert "mean over 3 partitions" in rows[1][1] and "S 0.88 (0.86-0.92)" in rows[1][2]
+    assert "mean over 3 partitions" in rows[1][1] and "S 0.880 (0.86-0.92)" in rows[1][2]
     one = {**res, "partitions": ev.partition_spread([], None, replace(cfg, partitions=1), print, by_seed[5])}
     assert [r[3] for r in rep.targets(one)[:2]] == ["**met**", "**met**"]
     figs, _, n = rep.judged(res, "selected")  # what the report's JSON gives as the targets' figures

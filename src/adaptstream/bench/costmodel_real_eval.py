@@ -38,13 +38,13 @@ from adaptstream.bench.costmodel_real_fit import (
     RealEvalConfig,
     available,
     choose_gnns,
-    failed_queries,
     fine_tune_sim,
     fit_diagnostics,
     fit_flat,
     fit_real,
     pooled,
     predict,
+    slice_strata,
     split_queries,
 )
 from adaptstream.bench.meta import load_range
@@ -252,8 +252,7 @@ def _fit_fold(
     seed: int,
 ) -> dict[str, dict[str, Any]]:
     """Every model fitted on a fraction of the queries in `train_idx` (20 % of those for early stopping)."""
-    failed = failed_queries(ds, qidx) if cfg.stratify_failed else frozenset()
-    tr_i, va_i = split_queries(train_idx, qidx, frac, seed, failed)
+    tr_i, va_i = split_queries(train_idx, qidx, frac, seed, slice_strata(ds, qidx, cfg))
     train, val = ds.subset(tr_i), ds.subset(va_i)
     fitted: dict[str, dict[str, Any]] = {"real_only": fit_real(train, val, cfg), "flat_real": fit_flat(train, val)}
     fitted[DIAG] = fit_diagnostics(fitted["real_only"], val, cfg.real_seconds)

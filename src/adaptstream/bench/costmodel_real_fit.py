@@ -81,6 +81,11 @@ def failed_queries(ds: GraphDataset, qidx: np.ndarray) -> frozenset[int]:
     return frozenset(int(q) for q in qidx[np.isfinite(y) & (y == 0)])
 
 
+def slice_strata(ds: GraphDataset, qidx: np.ndarray, cfg: RealEvalConfig) -> frozenset[int]:
+    """What `split_queries` draws apart under `cfg`: the failed queries with `stratify_failed`, else nothing."""
+    return failed_queries(ds, qidx) if cfg.stratify_failed else frozenset()
+
+
 def split_queries(
     idx: np.ndarray, ds_q: np.ndarray, frac: float, seed: int, failed: frozenset[int] = frozenset()
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -101,10 +106,10 @@ def split_queries(
     val_q: set[int] = set()
     tr_q: set[int] = set()
     for g in take:
-        n_val = max(1, len(g) // 5) if len(g) >= 2 or len(take) == 1 else 0
+        n_val = max(1, len(g) // 5) if len(g) >= 2 else 0
         val_q |= set(g[:n_val].tolist())
         tr_q |= set(g[n_val:].tolist())
-    if not val_q:  # every stratum holds one query: the last one early-stops
+    if not val_q:  # every stratum holds one query: the last one early-stops (as the plain draw did)
         q = take[-1][0].item()
         val_q, tr_q = {q}, tr_q - {q}
     return np.array([i for i in idx if ds_q[i] in tr_q]), np.array([i for i in idx if ds_q[i] in val_q])
@@ -215,7 +220,7 @@ def choose_gnns(
     on others; which one to trust is a model-selection question, answered here as it would be without a test set:
     20 % of the queries in `idx` are held back, both GNNs are fitted on the rest and scored on them.
     """
-    failed = failed_queries(ds, qidx) if cfg.stratify_failed else frozenset()
+    failed = slice_strata(ds, qidx, cfg)
     fit_i, sel_i = split_queries(idx, qidx, 1.0, seed, failed)
     tr_i, va_i = split_queries(fit_i, qidx, 1.0, seed + 1, failed)
     fitted = {"real_only": fit_real(ds.subset(tr_i), ds.subset(va_i), cfg)}

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from adaptstream.costmodel.model import read_traces
+from adaptstream.costmodel.model import query_key, read_traces
 from adaptstream.outdirs import report_dir
 
 BASE_TYPES = ("linear", "2-way-join", "3-way-join")
@@ -51,7 +51,7 @@ def summarise(path: Path, run_meta: dict[str, Any] | None) -> dict[str, Any]:
     pairs: dict[str, list[dict[str, Any]]] = {bt: [] for bt in BASE_TYPES}
     by_q: dict[int, dict[str, Any]] = {}
     for t in traces:
-        by_q.setdefault(int(t.meta["query_index"]), {})[t.meta["placement_kind"]] = t
+        by_q.setdefault(query_key(t), {})[t.meta["placement_kind"]] = t
     for qi, d in sorted(by_q.items()):
         if "random" not in d or "initial" not in d:
             continue

@@ -49,7 +49,7 @@ from adaptstream.bench.costmodel_real_fit import (
 )
 from adaptstream.bench.meta import load_range
 from adaptstream.costmodel.ensemble import CostEnsembles
-from adaptstream.costmodel.model import Trace, read_traces
+from adaptstream.costmodel.model import Trace, query_key, read_traces
 from adaptstream.costmodel.qerror import balanced_accuracy, q_summary
 from adaptstream.costmodel.testbed.bprules import LATEST, RULES, recorded_rule, verdict
 from adaptstream.costmodel.train import METRICS, REGRESSION, SHORT, GraphDataset, TrainConfig
@@ -151,14 +151,14 @@ def rule_comparison(traces: Sequence[Trace]) -> dict[str, Any]:
 
 
 def query_folds(traces: Sequence[Trace], k: int, seed: int) -> list[int]:
-    """Fold of every trace, grouped by the generator query it runs (`meta.query_index`)."""
-    qs = sorted({int(t.meta["query_index"]) for t in traces})
+    """Fold of every trace, grouped by the generator query it runs (`query_key`)."""
+    qs = sorted({query_key(t) for t in traces})
     if len(qs) < k:
         msg = f"{len(qs)} queries cannot fill {k} folds; record more traces or lower --folds"
         raise CostModelError(msg)
     order = np.random.default_rng(seed).permutation(len(qs))
     fold_of = {qs[j]: n % k for n, j in enumerate(order)}
-    return [fold_of[int(t.meta["query_index"])] for t in traces]
+    return [fold_of[query_key(t)] for t in traces]
 
 
 def scores(pred: dict[str, np.ndarray], ds: GraphDataset) -> dict[str, Any]:
@@ -277,7 +277,7 @@ def cross_validate(
     also scored against those, as `S_other_rule`."""
     ds = GraphDataset.from_traces(traces)
     folds = np.array(query_folds(traces, cfg.folds, cfg.seed))
-    qidx = np.array([int(t.meta["query_index"]) for t in traces])
+    qidx = np.array([query_key(t) for t in traces])
     n = len(traces)
     results: dict[str, dict[str, Any]] = {}
     by_type: dict[str, dict[str, Any]] = {}
@@ -400,7 +400,7 @@ def final_models(
     from adaptstream.costmodel.flat import FlatVectorModel
 
     ds = GraphDataset.from_traces(traces)
-    qidx = np.array([int(t.meta["query_index"]) for t in traces])
+    qidx = np.array([query_key(t) for t in traces])
     everything = np.arange(len(ds))
     pick, _ = choose_gnns(sim, ds, everything, qidx, cfg, cfg.seed + 1000)
     fitted = _fit_fold(ds, everything, qidx, sim, cfg, 1.0, cfg.seed)
@@ -421,7 +421,7 @@ def exp2_speedups(traces: Sequence[Trace]) -> dict[str, Any]:
     pairs: dict[tuple[str, int], dict[str, Trace]] = {}
     for t in traces:
         chooser = str(t.meta.get("chooser", ""))
-        pairs.setdefault((chooser, int(t.meta["query_index"])), {})[str(t.meta["placement_kind"])] = t
+        pairs.setdefault((chooser, query_key(t)), {})[str(t.meta["placement_kind"])] = t
     out: dict[str, Any] = {}
     for (chooser, qi), d in sorted(pairs.items()):
         init, chosen = d.get("initial"), d.get(chooser)
@@ -531,7 +531,7 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
     res = {
         "config": asdict(cfg),
         "n_traces": len(corpus),
-        "n_queries": len({int(t.meta["query_index"]) for t in corpus}),
+        "n_queries": len({query_key(t) for t in corpus}),
         "by_type": {bt: sum(base_type(t.query.query_type) == bt for t in corpus) for bt in BASE_TYPES},
         "success_share": round(sum(bool(t.labels and t.labels.success) for t in corpus) / len(corpus), 3),
         "success_rule": success_counts,

@@ -387,6 +387,17 @@ class Trace:
         return cls.from_dict(json.loads(line))
 
 
+#: `query_key` = corpus seed * QUERY_KEY_STRIDE + query index: past any index a corpus reaches
+QUERY_KEY_STRIDE = 1_000_000
+
+
+def query_key(t: Trace) -> int:
+    """The generator query a trace runs, as one number: `(meta.seed, meta.query_index)`, seed 0's key being the
+    index itself. Query j of seed 0 and query j of seed 1 are different draws; a corpus grown with another
+    `--seed` must not share folds by index alone."""
+    return int(t.meta.get("seed", 0)) * QUERY_KEY_STRIDE + int(t.meta["query_index"])
+
+
 def write_traces(path: str | Path, traces: Iterable[Trace]) -> int:
     """Write traces as JSON lines; returns how many were written."""
     n = 0

@@ -22,7 +22,7 @@ from adaptstream.bench import costmodel_real_report as rep
 from adaptstream.costmodel.cli_data import _load_chooser
 from adaptstream.costmodel.ensemble import CostEnsembles
 from adaptstream.costmodel.generate import initial_placement, placement_violations
-from adaptstream.costmodel.model import Host, Labels, Trace, read_traces, write_traces
+from adaptstream.costmodel.model import Host, Labels, Trace, query_key, read_traces, write_traces
 from adaptstream.costmodel.testbed.corpus import chosen_placer, query_for
 from adaptstream.costmodel.testbed.placement import realise
 from adaptstream.costmodel.train import GraphDataset
@@ -52,6 +52,22 @@ def test_folds_keep_a_query_in_one_fold() -> None:
     assert sorted(set(folds)) == [0, 1, 2, 3]
     with pytest.raises(CostModelError, match="cannot fill"):
         ev.query_folds(traces[:4], 5, seed=0)
+
+
+def test_folds_tell_corpus_seeds_apart() -> None:
+    """Query j of a corpus grown with --seed 1 is another draw than query j of seed 0: its own group."""
+    traces = _as_real(40)
+    other = [replace(t, trace_id=t.trace_id.replace("tb-0-", "tb-1-"), meta={**t.meta, "seed": 1}) for t in traces]
+    both = traces + other
+    assert len({query_key(t) for t in both}) == 40
+    assert [query_key(t) for t in traces] == [int(t.meta["query_index"]) for t in traces]  # seed 0: the index
+    folds = ev.query_folds(both, 4, seed=1)
+    by_key: dict[int, set[int]] = {}
+    for t, f in zip(both, folds, strict=True):
+        by_key.setdefault(query_key(t), set()).add(f)
+    assert len(by_key) == 40 and all(len(s) == 1 for s in by_key.values())
+    # the same index under the two seeds is free to land in two folds: it did for some of the 20 indices
+    assert any(folds[i] != folds[40 + i] for i in range(40))
 
 
 def test_split_draws_failed_queries_apart_and_keeps_whole_queries() -> None:

@@ -131,3 +131,58 @@ def test_testbed_refuses_clearly_without_root_or_cgroups(monkeypatch, tmp_path) 
     monkeypatch.setattr(system, "CGROUP_ROOT", tmp_path)
     with pytest.raises(EnvironmentProblem, match="cgroup v1 controller 'cpu' is not mounted"):
         system.check_support()
+
+
+def test_redescribe_keeps_what_ran_and_rewrites_agg_selectivity() -> None:
+    """A trace recorded before aggregations carried Def. 8's selectivity gets it; nothing else of its query
+    changes; a query that does not match its generator is refused."""
+    from dataclasses import replace
+
+    from adaptstream.costmodel.model import Operator, QueryGraph, Trace
+    from adaptstream.costmodel.testbed.corpus import redescribe
+    from adaptstream.errors import CostModelError
+
+    def old_style(q: QueryGraph) -> QueryGraph:
+        ops = []
+        for op in q.operators:
+            f = dict(op.features)
+            if "selectivity_generated" in f:
+                f["selectivity"] = f.pop("selectivity_generated")
+            ops.append(Operator(op.id, op.kind, f))
+        return QueryGraph(q.query_id, tuple(ops), q.edges)
+
+    changed = 0
+    for j in range(40):
+        q, _ = realise(query_for(0, j))
+        meta = {"seed": 0, "query_index": j}
+        t = Trace(f"tb-0-{j}", old_style(q), tuple(HOSTS), initial_placement(q, HOSTS), None, meta)
+        new = redescribe(t)
+        assert new.query == q and redescribe(new) == new
+        changed += new.query != t.query
+    assert changed > 5
+    wrong = replace(t, meta={"seed": 0, "query_index": 41})
+    with pytest.raises(CostModelError, match="does not match"):
+        redescribe(wrong)
+
+
+def test_agg_selectivity_follows_def_8() -> None:
+    """Without a join every value is distinct, so the groups fill as drawn; after a join they fill less."""
+    from adaptstream.costmodel.testbed.placement import agg_selectivity
+
+    seen = {"plain": 0, "joined": 0}
+    for j in range(200):
+        q, params = realise(query_for(0, j))
+        sel = agg_selectivity(q, params)
+        for op in q.operators:
+            if op.kind != "window_agg":
+                continue
+            assert 0.0 <= op.feature("selectivity") <= 1.0
+            assert op.feature("selectivity") == pytest.approx(sel[op.id], abs=1e-6)
+            joined = any(o.kind == "window_join" for o in q.operators)
+            gen = float(op.feature("selectivity_generated"))
+            if not joined and params[op.id]["groups"] > 1:
+                seen["plain"] += 1
+                assert op.feature("selectivity") <= gen * 1.5 + 1e-3
+            if joined:
+                seen["joined"] += 1
+    assert seen["plain"] > 5 and seen["joined"] > 5

@@ -35,19 +35,20 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from adaptstream.costmodel.generate import QueryGenerator, initial_placement, sample_placement
-from adaptstream.costmodel.model import Host, Labels, QueryGraph, Trace, read_traces, write_traces
+from adaptstream.costmodel.model import Host, Labels, Operator, QueryGraph, Trace, read_traces, write_traces
 from adaptstream.costmodel.testbed import system
 from adaptstream.costmodel.testbed.bprules import LATEST, stuck_pieces
 from adaptstream.costmodel.testbed.cluster import Testbed
 from adaptstream.costmodel.testbed.hosts import HostSpec
 from adaptstream.costmodel.testbed.placement import edge_key, pieces, realise
-from adaptstream.errors import EnvironmentProblem
+from adaptstream.errors import CostModelError, EnvironmentProblem
 
 TRIGGER_MS = 1000.0
 BP_RULE = LATEST
@@ -127,6 +128,32 @@ def check_redis() -> None:
 def query_for(seed: int, j: int) -> QueryGraph:
     rng = np.random.default_rng([seed, j])
     return QueryGenerator().sample(rng, query_id=f"tbq-{seed}-{j}")
+
+
+def redescribe(t: Trace) -> Trace:
+    """`t` with its query as `realise` now describes it (aggregations: Def. 8's selectivity, `agg_selectivity`).
+
+    Why: traces recorded before 2026-11-29 carry the generator's aggregation selectivity. The query is rebuilt
+    from its generator (`meta.seed`, `meta.query_index`), so the execution parameters are those that ran; every
+    feature but an aggregation's selectivity must equal the recorded one, else the trace is refused."""
+    fresh, _ = realise(query_for(int(t.meta["seed"]), int(t.meta["query_index"])))
+
+    def as_recorded(op: Operator) -> dict[str, Any]:
+        f = dict(op.features)
+        if op.kind == "window_agg" and "selectivity_generated" in f:
+            f["selectivity"] = f.pop("selectivity_generated")
+        return f
+
+    def same(a: QueryGraph, b: QueryGraph) -> bool:
+        return a.edges == b.edges and [(o.id, o.kind, as_recorded(o)) for o in a.operators] == [
+            (o.id, o.kind, as_recorded(o)) for o in b.operators
+        ]
+
+    if not same(fresh, t.query):
+        where = f"generator query {t.meta['query_index']} of seed {t.meta['seed']}"
+        msg = f"trace {t.trace_id}: its query does not match {where}"
+        raise CostModelError(msg)
+    return replace(t, query=fresh)
 
 
 def _load() -> float:

@@ -67,8 +67,10 @@ def feature_signature() -> str:
     import hashlib
 
     from adaptstream.costmodel.features import CATEGORICAL, NUMERIC
+    from adaptstream.costmodel.rates import VERSION
 
-    return hashlib.sha256(json.dumps([NUMERIC, CATEGORICAL], sort_keys=True).encode()).hexdigest()[:12]
+    sig = [NUMERIC, CATEGORICAL, {"rates": VERSION}]
+    return hashlib.sha256(json.dumps(sig, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def base_type(qtype: str) -> str:

@@ -5,9 +5,10 @@ model as node features (zero-shot cost models); a small real corpus (about a hun
 to multiply rates, selectivities and window lengths through a join, so it gets the product as a feature. The
 formulas follow the testbed's realisation of a Table II query (costmodel/testbed/placement.py): filters pass
 ``selectivity`` of their input, a join is an interval join of +-window on a key with 1/selectivity values, an
-aggregation groups by ``round(selectivity * rows per window)`` keys and emits each group present once per slide.
-Count windows and group counts are sized from the testbed's nominal rates (``nominal_rates``), as the testbed
-sizes them when it runs the query; the rows flowing are the expected ones.
+aggregation emits each group present in a window once per slide, with selectivity x rows per window groups
+present (Def. 8; the testbed records that selectivity for what runs, `placement.agg_selectivity`, and the
+simulator draws groups the same way). Count windows are sized from the testbed's nominal rates
+(``nominal_rates``), as the testbed sizes them when it runs the query; the rows flowing are the expected ones.
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ import math
 from typing import Any
 
 EPS = 1e-9
+#: bumped whenever a formula here changes: part of the feature signature, so cached models of other estimates
+#: are not reused. 2 (2026-11-29): an aggregation's groups are selectivity x rows per window (Def. 8), in place
+#: of round(selectivity x nominal rows) groups filled at random
+VERSION = 2
 
 
 def _f(op: Any, name: str, default: float) -> float:
@@ -63,10 +68,11 @@ def expected_rates(query: Any) -> dict[str, float]:
             r = ins[0] * (ins[1] if len(ins) > 1 else ins[0]) * 2.0 * w * max(_f(op, "selectivity", 0.0), 0.0)
         elif op.kind == "window_agg":
             w, slide = _window_s(op, nom_in)
-            sel = _f(op, "selectivity", 0.0)
-            groups = 1.0 if op.features.get("group_by_type") == "none" else max(1.0, round(sel * nom_in * w))
-            n = ins[0] * w
-            r = groups * (1.0 - math.exp(-n / groups)) / slide
+            n = ins[0] * w  # rows in a window
+            some = 1.0 - math.exp(-n)  # a window holding a row has a group
+            sel = max(_f(op, "selectivity", 0.0), 0.0)
+            groups = some if op.features.get("group_by_type") == "none" else max(some, sel * n)
+            r = groups / slide
         else:
             r = ins[0] if ins else 0.0
         out[op.id] = max(r, 0.0)

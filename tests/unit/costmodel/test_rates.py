@@ -53,10 +53,22 @@ def test_interval_join_and_grouped_window() -> None:
     )
     r = expected_rates(q)
     assert r["j"] == pytest.approx(10 * 20 * 2 * 2.0 * 0.01)  # +-window interval, 1/selectivity keys
-    # groups sized from the nominal join rate (10*20*2*0.01 = 4/s): round(0.5 * 4 * 4) = 8 keys; 8/s * 4 s rows
-    groups, rows = 8, r["j"] * 4.0
-    assert r["g"] == pytest.approx(groups * (1 - math.exp(-rows / groups)) / 1.0)
+    # Def. 8: selectivity x rows per window groups (0.5 * 8/s * 4 s = 16), each emitted once per 1 s slide
+    assert r["g"] == pytest.approx(0.5 * r["j"] * 4.0 / 1.0)
     assert r["k"] == r["g"]
+
+
+def test_window_with_a_row_has_a_group() -> None:
+    """A nearly empty window: the expected groups are the chance that it holds a row, not selectivity x rows."""
+    agg = {"selectivity": 0.01, "window_size": 1.0, "window_slide": 1.0, "window_policy": "time"}
+    none = {**agg, "group_by_type": "none", "selectivity": 0.5}
+    for feats, rate, groups in ((agg, 0.5, 1 - math.exp(-0.5)), (agg, 1000.0, 10.0), (none, 1000.0, 1.0)):
+        q = QueryGraph(
+            "q",
+            (_src("s", rate), Operator("g", "window_agg", feats), Operator("k", "sink", {})),
+            (("s", "g"), ("g", "k")),
+        )
+        assert expected_rates(q)["g"] == pytest.approx(groups)
 
 
 def test_build_graph_carries_the_rate_feature() -> None:

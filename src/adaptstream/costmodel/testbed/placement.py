@@ -94,7 +94,7 @@ def _describe_aggs(query: QueryGraph, params: dict[str, dict[str, Any]]) -> Quer
         f = dict(op.features)
         if op.id in sel:
             f.setdefault("selectivity_generated", f.get("selectivity", 0.0))
-            f["selectivity"] = round(sel[op.id], 6)
+            f["selectivity"] = float(f"{sel[op.id]:.4g}")
         ops.append(Operator(op.id, op.kind, f))
     return QueryGraph(query.query_id, tuple(ops), query.edges)
 

@@ -19,7 +19,6 @@ import numpy as np
 
 from adaptstream.bench.costmodel_real_eval import load_real
 from adaptstream.costmodel import rates
-from adaptstream.costmodel.rates import expected_rates
 
 ROW_BINS = ((0, 5), (5, 20), (20, 10**12))
 
@@ -30,8 +29,9 @@ def check(path: Path) -> dict:
     for t in corpus:
         if t.labels is None or not t.labels.success or not t.labels.throughput > 0:
             continue
-        est = expected_rates(t.query)[t.query.sink().id]
+        est = rates.expected_rates(t.query)[t.query.sink().id]
         by_type[t.query.query_type].append((t.labels.throughput, est, int(t.meta.get("sink_rows_after_warmup", -1))))
+    # VERSION came with version 2: the script also runs against an older checkout (PYTHONPATH) for a before figure
     out: dict = {"rates_version": getattr(rates, "VERSION", 1), "types": {}}
     everything = [r for rows in by_type.values() for r in rows]
     for name, rows in [*sorted(by_type.items()), ("all", everything)]:
@@ -52,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--traces", type=Path, required=True)
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
+    if not a.traces.is_file():
+        ap.error(f"no traces file at {a.traces}")
     res = check(a.traces)
     print(f"expected sink rate vs measured T (rates.VERSION {res['rates_version']}), successful corpus traces")
     print(f"{'type':16s} {'n':>4s} {'q50':>6s} {'T/est':>6s}  runs by sink rows after warm-up")

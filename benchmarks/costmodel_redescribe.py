@@ -12,18 +12,26 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 from adaptstream.costmodel.model import read_traces, write_traces
 from adaptstream.costmodel.testbed.corpus import redescribe
+from adaptstream.errors import CostModelError
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--traces", type=Path, required=True)
     a = ap.parse_args(argv)
+    if not a.traces.is_file():
+        ap.error(f"no traces file at {a.traces}")
     old = list(read_traces(a.traces))
-    new = [redescribe(t) for t in old]
+    try:
+        new = [redescribe(t) for t in old]
+    except CostModelError as exc:  # the file is left as it was
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     tmp = a.traces.with_suffix(".tmp")
     write_traces(tmp, new)
     os.replace(tmp, a.traces)

@@ -130,6 +130,17 @@ def query_for(seed: int, j: int) -> QueryGraph:
     return QueryGenerator().sample(rng, query_id=f"tbq-{seed}-{j}")
 
 
+def _as_generated(q: QueryGraph) -> QueryGraph:
+    """`q` with every aggregation's selectivity back at the generator's figure (`selectivity_generated`)."""
+    ops = []
+    for op in q.operators:
+        f = dict(op.features)
+        if op.kind == "window_agg" and "selectivity_generated" in f:
+            f["selectivity"] = f.pop("selectivity_generated")
+        ops.append(Operator(op.id, op.kind, f))
+    return QueryGraph(q.query_id, tuple(ops), q.edges)
+
+
 def redescribe(t: Trace) -> Trace:
     """`t` with its query as `realise` now describes it (aggregations: Def. 8's selectivity, `agg_selectivity`).
 
@@ -137,19 +148,7 @@ def redescribe(t: Trace) -> Trace:
     from its generator (`meta.seed`, `meta.query_index`), so the execution parameters are those that ran; every
     feature but an aggregation's selectivity must equal the recorded one, else the trace is refused."""
     fresh, _ = realise(query_for(int(t.meta["seed"]), int(t.meta["query_index"])))
-
-    def as_recorded(op: Operator) -> dict[str, Any]:
-        f = dict(op.features)
-        if op.kind == "window_agg" and "selectivity_generated" in f:
-            f["selectivity"] = f.pop("selectivity_generated")
-        return f
-
-    def same(a: QueryGraph, b: QueryGraph) -> bool:
-        return a.edges == b.edges and [(o.id, o.kind, as_recorded(o)) for o in a.operators] == [
-            (o.id, o.kind, as_recorded(o)) for o in b.operators
-        ]
-
-    if not same(fresh, t.query):
+    if _as_generated(fresh) != _as_generated(t.query):
         where = f"generator query {t.meta['query_index']} of seed {t.meta['seed']}"
         msg = f"trace {t.trace_id}: its query does not match {where}"
         raise CostModelError(msg)

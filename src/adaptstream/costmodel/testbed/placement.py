@@ -106,12 +106,12 @@ def agg_selectivity(query: QueryGraph, params: dict[str, dict[str, Any]]) -> dic
     Why: the aggregation groups by `v mod groups`. A source's `v` counts up, so each tuple brings its own value;
     a join's output carries its first input's `v`, repeated once per match, so after a join a window holds fewer
     distinct values than tuples and fewer groups fill than the generator's selectivity says. On the recorded
-    corpus (732 traces) the generator's figure put the expected sink rate of a query with joins and an
-    aggregation a median factor 4.6 off the measured one (3-way joins), this one 2.0 (docs/testbed.md, "Update
-    (2026-11-29, third)"). Per operator we carry the expected tuple rate and the rate of distinct `v` values:
-    a filter thins both; an interval join (+-window) matches a tuple of its first input with probability
-    1 - exp(-m), m its expected matches, and emits every match; `d` distinct values hashed into `g` groups fill
-    g (1 - exp(-d / g)) of them.
+    corpus (626 successful traces) the expected sink rate (`rates.py`) of `3-way-join+agg` queries was a median
+    factor 3.14 off the measured throughput with the generator's figure, 1.46 with this one
+    (benchmarks/costmodel_rate_check.py; docs/testbed.md, "Update (2026-11-29, third)"). Per operator we carry
+    the expected tuple rate and the rate of distinct `v` values: a filter thins both; an interval join
+    (+-window) matches a tuple of its first input with probability 1 - exp(-m), m its expected matches, and
+    emits every match; `d` distinct values hashed into `g` groups fill g (1 - exp(-d / g)) of them.
     """
     rate: dict[str, float] = {}
     distinct: dict[str, float] = {}

@@ -44,6 +44,8 @@ def partition(
     cfg: RealEvalConfig,
     seed: int,
     sim: CostEnsembles | None = None,
+    class_prior: str = "none",
+    ft_prior: str | None = None,
 ) -> dict:
     """Out-of-fold balanced accuracy of the majority vote and of each member, for one fold partition; with `sim`,
     also of the fine-tuned GNN and of soft votes (`combined`)."""
@@ -63,6 +65,7 @@ def partition(
                 patience=20,
                 seed=s + 10 * seed,
                 max_seconds=cfg.real_seconds,
+                class_prior=class_prior,
             )
             for s in range(members)
         ]
@@ -73,7 +76,15 @@ def partition(
         vote[test] = MetricEnsemble(models).combine(p)
         if sim is not None and tuned is not None:
             tune = [
-                fine_tune(b, ds.subset(train), cfg.ft_epochs, cfg.ft_lr, seed=cfg.seed, groups=qidx[train])
+                fine_tune(
+                    b,
+                    ds.subset(train),
+                    cfg.ft_epochs,
+                    cfg.ft_lr,
+                    seed=cfg.seed,
+                    groups=qidx[train],
+                    class_prior=ft_prior,
+                )
                 for b in sim.ensembles[metric].members
             ]
             tuned[:, test] = tp = np.stack([m.predict(held_out) for m in tune])
@@ -104,6 +115,8 @@ def main() -> None:
     ap.add_argument("--members", type=int, default=3)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--sim-models", type=Path, default=None, help="eval-real's cached SIMULATED models")
+    ap.add_argument("--class-prior", default="none", help="the real-only GNN's class prior (TrainConfig)")
+    ap.add_argument("--ft-prior", default=None, help="the class prior the fine-tuned GNN gets (fine_tune)")
     a = ap.parse_args()
     metric = canonical_metric(a.metric)
     corpus, _, reruns = load_real(a.traces)
@@ -113,10 +126,11 @@ def main() -> None:
     qidx = np.array([int(t.meta["query_index"]) for t in traces])
     sim = CostEnsembles.load(a.sim_models) if a.sim_models else None
     out: dict = {"metric": metric, "traces": len(traces), "partitions": {}}
+    out.update(class_prior=a.class_prior, ft_prior=a.ft_prior)
     for s in (int(x) for x in a.fold_seeds.split(",")):
         t0 = time.perf_counter()
         folds = np.array(query_folds(traces, cfg.folds, s))
-        out["partitions"][str(s)] = r = partition(ds, qidx, folds, metric, cfg, s, sim)
+        out["partitions"][str(s)] = r = partition(ds, qidx, folds, metric, cfg, s, sim, a.class_prior, a.ft_prior)
         print(
             f"fold partition {s}: ensemble {r['ensemble']:.3f}, members",
             [round(x, 3) for x in r["members"]],

@@ -70,6 +70,11 @@ class RealEvalConfig:
     # Off by default: on 641 traces it steadied the real-only GNN's S (0.83-0.89 -> 0.87-0.88 by partition) but
     # left the targets' S where it was (0.89 -> 0.90) and cost R_O (0.93 -> 0.90); docs/testbed.md, 2026-11-29
     stratify_failed: bool = False
+    # class metrics whose real-only GNN learns around the load prior (costmodel/loadprior.py, a logistic regression
+    # on the busiest host's load fitted on the training traces). Success only: alone it scored success at 0.91
+    # balanced out of fold on 732 traces (backpressure 0.75); the real-only GNN with it 0.91-0.92, without 0.87-0.88
+    # (benchmarks/costmodel_fold_spread.py --class-prior, docs/testbed.md, 2026-11-29 fourth update)
+    class_prior: tuple[str, ...] = ("success",)
 
 
 PARTITION_STRIDE = 100
@@ -122,7 +127,13 @@ def fit_real(train: GraphDataset, val: GraphDataset, cfg: RealEvalConfig) -> dic
     for m in METRICS:
         tcs = [
             TrainConfig(
-                metric=m, epochs=cfg.real_epochs, batch_size=32, patience=20, seed=s, max_seconds=cfg.real_seconds
+                metric=m,
+                epochs=cfg.real_epochs,
+                batch_size=32,
+                patience=20,
+                seed=s,
+                max_seconds=cfg.real_seconds,
+                class_prior="load" if m in cfg.class_prior else "none",
             )
             for s in range(cfg.seed, cfg.seed + max(1, cfg.real_members))
         ]

@@ -20,7 +20,7 @@ MAIN = "selected"  # before git 1316912 the targets judged "sim_fine_tuned"; it 
 LABELS = {
     "sim_zero_shot": "GNN trained on SIMULATED traces only (zero-shot)",
     "sim_fine_tuned": "same GNN fine-tuned on the real training folds",
-    "real_only": "GNN trained on the real training folds only ({members})",
+    "real_only": "GNN trained on the real training folds only ({members}){prior}",
     "both_gnns": "the fine-tuned and the real-only GNN's members pooled: mean value; for R_O and S mean "
     "probability cut at 0.5",
     "selected": "per metric, the fine-tuned or the real-only GNN, whichever predicted held-back queries of the "
@@ -38,7 +38,15 @@ def _label(model: str, res: dict[str, Any]) -> str:
         if pooled
         else "no metric pooled"
     )
-    return LABELS[model].format(members=f"{k} seeds, majority vote / mean" if k > 1 else "one seed", pooled=both)
+    priors = res["config"].get("class_prior") or []  # none before 2026-11-29 (fourth update)
+    prior = (
+        f"; for {', '.join(priors)} its logit is added to a logistic regression on the busiest host's load per core "
+        "and per MB, fitted on the same folds (costmodel/loadprior.py)"
+        if priors
+        else ""
+    )
+    members = f"{k} seeds, majority vote / mean" if k > 1 else "one seed"
+    return LABELS[model].format(members=members, pooled=both, prior=prior)
 
 
 def _seed_spread(res: dict[str, Any]) -> list[str]:

@@ -304,6 +304,13 @@ def evaluate_real(
             "apart (20 % of each); off: one plain draw",
         ),
     ] = False,
+    class_prior: Annotated[
+        str,
+        typer.Option(
+            help="class metrics (comma-separated, or `none`) whose real-only GNN adds a logistic regression on the "
+            "busiest host's load, fitted on the training traces, to its logit"
+        ),
+    ] = "success",
     seed: Annotated[int, typer.Option()] = 0,
 ) -> None:
     """Held-out accuracy on REAL testbed traces (zero-shot, fine-tuned, real-only, selected, flat), Exp. 2 speed-ups."""
@@ -323,6 +330,10 @@ def evaluate_real(
         raise CostModelError(f"--partitions must be >= 1, got {partitions}")
     if success_rule not in ev.SUCCESS_RULES:
         raise CostModelError(f"--success-rule must be one of {', '.join(ev.SUCCESS_RULES)}, got {success_rule!r}")
+    priors = () if class_prior.strip() == "none" else tuple(x.strip() for x in class_prior.split(",") if x.strip())
+    bad = [m for m in priors if m not in ("success", "backpressure")]
+    if bad:
+        raise CostModelError(f"--class-prior takes success, backpressure or none, got {', '.join(bad)}")
     out = report_dir("costmodel-real", out, update_docs)
     cfg = ev.RealEvalConfig(
         str(traces),
@@ -335,6 +346,7 @@ def evaluate_real(
         success_rule=success_rule,
         partitions=partitions,
         stratify_failed=stratify_failed,
+        class_prior=priors,
     )
     res = ev.run(cfg, models, log=console.print)
     meta = {"git": git_revision(), "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}

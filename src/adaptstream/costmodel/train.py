@@ -39,6 +39,8 @@ from adaptstream.costmodel.gnn import (
     default_device,
     encode_graphs,
 )
+from adaptstream.costmodel.loadprior import KINDS as CLASS_PRIORS
+from adaptstream.costmodel.loadprior import LoadPrior, prior_from_dict
 from adaptstream.costmodel.qerror import balanced_accuracy, q_errors
 from adaptstream.errors import CostModelError
 
@@ -179,6 +181,9 @@ class TrainConfig:
     max_seconds: float | None = None
     device: str | None = None
     prior: str = "rate"  # throughput: learn log T minus the sink's expected rate (costmodel/rates.py); "none"
+    # classification: "load" adds a logistic regression on the busiest host's load, fitted on the training traces,
+    # to the GNN's logit (costmodel/loadprior.py); "none"
+    class_prior: str = "none"
 
     def gnn_config(self) -> GNNConfig:
         return GNNConfig(
@@ -221,8 +226,10 @@ class TrainedModel:
         target_mu: float = 0.0,
         target_sd: float = 1.0,
         history: list[dict[str, float]] | None = None,
+        class_prior: LoadPrior | None = None,
     ) -> None:
         self.model = model
+        self.class_prior = class_prior
         self.stats = stats
         self.config = config
         self.target_mu = target_mu
@@ -254,15 +261,25 @@ class TrainedModel:
         return np.concatenate(outs) if outs else np.zeros(0)
 
     def decode(self, raw: np.ndarray, prior: np.ndarray | None = None) -> np.ndarray:
-        """Regression: the metric value (``prior``: :func:`log_prior` of the graphs); classification: probability
-        of the positive class."""
+        """Regression: the metric value; classification: probability of the positive class (``prior``:
+        :meth:`offsets` of the graphs)."""
+        off = 0.0 if prior is None else prior
         if self.is_regression:
-            z = raw * self.target_sd + self.target_mu + (0.0 if prior is None else prior)
+            z = raw * self.target_sd + self.target_mu + off
             return np.expm1(np.clip(z, -20.0, 40.0)).clip(min=0.0)
-        return 1.0 / (1.0 + np.exp(-np.clip(raw, -50.0, 50.0)))  # keeps exp from overflowing; same side of 0.5
+        return 1.0 / (1.0 + np.exp(-np.clip(raw + off, -50.0, 50.0)))  # keeps exp from overflowing
+
+    def offsets(self, graphs: Sequence[RawGraph]) -> np.ndarray:
+        """Per graph, what the GNN's output is added to: :func:`log_prior` for a regression, the class prior's
+        logit (0 without one) for a classification."""
+        if self.is_regression:
+            return log_prior(graphs, self.config)
+        if self.class_prior is None:
+            return np.zeros(len(graphs))
+        return self.class_prior.logits(graphs)
 
     def predict(self, graphs: Sequence[RawGraph]) -> np.ndarray:
-        return self.decode(self.raw_outputs(graphs), log_prior(graphs, self.config))
+        return self.decode(self.raw_outputs(graphs), self.offsets(graphs))
 
     def save(self, path: str | Path) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -274,6 +291,7 @@ class TrainedModel:
                 "target_mu": self.target_mu,
                 "target_sd": self.target_sd,
                 "history": self.history,
+                "class_prior": None if self.class_prior is None else self.class_prior.to_dict(),
             },
             path,
         )
@@ -294,7 +312,8 @@ class TrainedModel:
         model = CostGNN(stats, cfg.gnn_config())
         model.load_state_dict(ck["state_dict"])
         model.to(torch.device(device) if device else default_device())
-        return cls(model, stats, cfg, ck["target_mu"], ck["target_sd"], ck.get("history", []))
+        prior = prior_from_dict(ck.get("class_prior"))
+        return cls(model, stats, cfg, ck["target_mu"], ck["target_sd"], ck.get("history", []), prior)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -314,19 +333,38 @@ def _targets(ds: GraphDataset, config: TrainConfig, idx: np.ndarray) -> np.ndarr
 def _batches(
     encoded: Sequence[EncodedGraph],
     y: np.ndarray,
+    off: np.ndarray,
     stats: FeatureStats,
     batch_size: int,
     rng: np.random.Generator,
     device: torch.device,
-) -> list[tuple[Batch, torch.Tensor]]:
-    """Collate once (seeded membership) and keep on the device; epochs only shuffle the batch order."""
+) -> list[tuple[Batch, torch.Tensor, torch.Tensor]]:
+    """Collate once (seeded membership) and keep on the device; epochs only shuffle the batch order. `off`: what
+    the model's output is added to before the loss (a class prior's logit; 0 for regression, whose prior is in
+    the target)."""
     order = rng.permutation(len(encoded))
     out = []
     for i in range(0, len(order), batch_size):
         sel = order[i : i + batch_size]
         b = collate([encoded[j] for j in sel], stats).to(device)
-        out.append((b, torch.from_numpy(y[sel].astype(np.float32)).to(device)))
+        t = [torch.from_numpy(a[sel].astype(np.float32)).to(device) for a in (y, off)]
+        out.append((b, t[0], t[1]))
     return out
+
+
+def _class_prior(
+    train: GraphDataset, idx: np.ndarray, config: TrainConfig, init: TrainedModel | None
+) -> LoadPrior | None:
+    """The class prior a model trains with: the starting model's when fine-tuning, else fitted on the training
+    traces when `config.class_prior` asks for one (classification only)."""
+    if config.class_prior not in CLASS_PRIORS:
+        msg = f"unknown class prior {config.class_prior!r}; valid: {', '.join(CLASS_PRIORS)}"
+        raise CostModelError(msg)
+    if init is not None and init.class_prior is not None:
+        return init.class_prior
+    if config.metric in REGRESSION or config.class_prior == "none":
+        return None
+    return LoadPrior.fit([train.graphs[i] for i in idx], train.column(config.metric)[idx])
 
 
 def _predict_batches(model: CostGNN, batches: Sequence[Batch]) -> np.ndarray:
@@ -380,7 +418,6 @@ def train_model(
     stats = stats or FeatureStats.fit(train.graphs)
     device = torch.device(config.device) if config.device else default_device()
     y_tr = _targets(train, config, tr_idx)
-    prior_va = log_prior([val.graphs[i] for i in va_idx], config)
     if init is not None:
         mu, sd = init.target_mu, init.target_sd
         model = init.model
@@ -401,8 +438,10 @@ def train_model(
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=max(1, config.patience // 2))
     rng = np.random.default_rng(config.seed)
-    wrapper = TrainedModel(model, stats, config, mu, sd)
-    train_batches = _batches(enc_tr, y_tr_n, stats, config.batch_size, rng, device)
+    wrapper = TrainedModel(model, stats, config, mu, sd, class_prior=_class_prior(train, tr_idx, config, init))
+    prior_va = wrapper.offsets([val.graphs[i] for i in va_idx])
+    off_tr = np.zeros(len(tr_idx)) if metric in REGRESSION else wrapper.offsets([train.graphs[i] for i in tr_idx])
+    train_batches = _batches(enc_tr, y_tr_n, off_tr, stats, config.batch_size, rng, device)
     val_batches = [collate(enc_va[i : i + 1024], stats).to(device) for i in range(0, len(enc_va), 1024)]
     best_score = math.inf
     if init is not None:  # fine-tuning keeps the starting weights unless training beats them
@@ -414,9 +453,9 @@ def train_model(
         model.train()
         total, count = 0.0, 0
         for k in rng.permutation(len(train_batches)):
-            b, y = train_batches[k]
+            b, y, off = train_batches[k]
             opt.zero_grad()
-            loss = loss_fn(model(b), y)
+            loss = loss_fn(model(b) + off, y)
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), 5.0)
             opt.step()
@@ -481,23 +520,33 @@ def fine_tune(
     val_fraction: float = 0.2,
     seed: int = 0,
     groups: Sequence[int] | np.ndarray | None = None,
+    class_prior: str | None = None,
 ) -> TrainedModel:
     """Few-shot fine-tuning (Costream Exp. 5b): continue training a copy on a small extra set.
 
     Keeps the base model's feature statistics and target scaling; early-stops on a held-out slice of `extra`.
     With `groups` (one id per trace, e.g. its query) the slice holds whole groups: a query's other placement left
-    in training would make the slice judge memorisation, not generalisation.
+    in training would make the slice judge memorisation, not generalisation. `class_prior` ("load"): a classifier
+    without a class prior gets one, fitted on the training part of `extra`, and learns around it from here on.
     """
     import copy
 
     clone = TrainedModel(
-        copy.deepcopy(base.model), base.stats, base.config, base.target_mu, base.target_sd, list(base.history)
+        copy.deepcopy(base.model),
+        base.stats,
+        base.config,
+        base.target_mu,
+        base.target_sd,
+        list(base.history),
+        base.class_prior,
     )
     usable = extra.usable(canonical_metric(base.config.metric))  # the slice must hold labelled traces
     sub = None if groups is None else _group_ids(groups, len(extra))[usable]
     tr_i, va_i = holdout_split(len(usable), val_fraction, seed, sub)
     tr_i, va_i = usable[tr_i], usable[va_i]
     cfg = replace(base.config, epochs=epochs, lr=lr, seed=seed, patience=max(3, epochs // 3))
+    if class_prior is not None:
+        cfg = replace(cfg, class_prior=class_prior)
     return train_model(extra.subset(tr_i), extra.subset(va_i), cfg, init=clone)
 
 

@@ -70,10 +70,11 @@ class RealEvalConfig:
     # Off by default: on 641 traces it steadied the real-only GNN's S (0.83-0.89 -> 0.87-0.88 by partition) but
     # left the targets' S where it was (0.89 -> 0.90) and cost R_O (0.93 -> 0.90); docs/testbed.md, 2026-11-29
     stratify_failed: bool = False
-    # class metrics whose real-only GNN learns around the load prior (costmodel/loadprior.py, a logistic regression
-    # on the busiest host's load fitted on the training traces). Success only: alone it scored success at 0.91
-    # balanced out of fold on 732 traces (backpressure 0.75); the real-only GNN with it 0.91-0.92, without 0.87-0.88
-    # (benchmarks/costmodel_fold_spread.py --class-prior, docs/testbed.md, 2026-11-29 fourth update)
+    # class metrics whose GNNs (real-only and fine-tuned) learn around the load prior (costmodel/loadprior.py, a
+    # logistic regression on the busiest host's load fitted on the training traces). Success only: alone it scored
+    # success at 0.91 balanced out of fold on 732 traces (backpressure 0.75); over partitions 0/100/200 the
+    # real-only GNN's S went 0.886 -> 0.909 with it, both GNNs pooled 0.897 -> 0.912
+    # (benchmarks/costmodel_fold_spread.py --class-prior load --ft-prior load; docs/testbed.md, fourth update)
     class_prior: tuple[str, ...] = ("success",)
 
 
@@ -183,7 +184,10 @@ def fine_tune_sim(
         y = train.usable(m)
         if len(y) < 5 or len(np.unique(queries[y])) < 2:
             continue  # too few labelled traces or queries to fine-tune and early-stop: no prediction, counted
-        tune = partial(fine_tune, extra=train, epochs=cfg.ft_epochs, lr=cfg.ft_lr, seed=cfg.seed, groups=queries)
+        prior = "load" if m in cfg.class_prior else None
+        tune = partial(
+            fine_tune, extra=train, epochs=cfg.ft_epochs, lr=cfg.ft_lr, seed=cfg.seed, groups=queries, class_prior=prior
+        )
         out[m] = MetricEnsemble([tune(b) for b in sim.ensembles[m].members])
     return out
 

@@ -40,8 +40,8 @@ def _label(model: str, res: dict[str, Any]) -> str:
     )
     priors = res["config"].get("class_prior") or []  # none before 2026-11-29 (fourth update)
     prior = (
-        f"; for {', '.join(priors)} its logit is added to a logistic regression on the busiest host's load per core "
-        "and per MB, fitted on the same folds (costmodel/loadprior.py)"
+        f"; for {', '.join(priors)} its logit, and the fine-tuned GNN's, is added to a logistic regression on the "
+        "busiest host's load per core and per MB, fitted on the same folds (costmodel/loadprior.py)"
         if priors
         else ""
     )

@@ -307,8 +307,8 @@ def evaluate_real(
     class_prior: Annotated[
         str,
         typer.Option(
-            help="class metrics (comma-separated, or `none`) whose real-only GNN adds a logistic regression on the "
-            "busiest host's load, fitted on the training traces, to its logit"
+            help="class metrics (comma-separated, or `none`) whose GNNs (real-only, fine-tuned) add a logistic "
+            "regression on the busiest host's load, fitted on the training traces, to their logit"
         ),
     ] = "success",
     seed: Annotated[int, typer.Option()] = 0,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 
@@ -126,7 +127,7 @@ def main() -> None:
     qidx = np.array([int(t.meta["query_index"]) for t in traces])
     sim = CostEnsembles.load(a.sim_models) if a.sim_models else None
     out: dict = {"metric": metric, "traces": len(traces), "partitions": {}}
-    out.update(class_prior=a.class_prior, ft_prior=a.ft_prior)
+    out.update(class_prior=a.class_prior, ft_prior=a.ft_prior, load1_before=round(os.getloadavg()[0], 2))
     for s in (int(x) for x in a.fold_seeds.split(",")):
         t0 = time.perf_counter()
         folds = np.array(query_folds(traces, cfg.folds, s))
@@ -141,6 +142,7 @@ def main() -> None:
             print("  combined:", {k: round(v, 3) for k, v in r["combined"].items()}, flush=True)
     ens = [r["ensemble"] for r in out["partitions"].values()]
     out["ensemble_mean"] = float(np.mean(ens))
+    out["load1_after"] = round(os.getloadavg()[0], 2)
     combos = [r["combined"] for r in out["partitions"].values() if "combined" in r]
     if combos:
         out["combined_mean"] = {k: float(np.mean([c[k] for c in combos])) for k in combos[0]}

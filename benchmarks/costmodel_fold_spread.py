@@ -66,7 +66,7 @@ def partition(
                 patience=20,
                 seed=s + 10 * seed,
                 max_seconds=cfg.real_seconds,
-                class_prior=class_prior,
+                **({"class_prior": class_prior} if class_prior != "none" else {}),  # runs on src/ older than it
             )
             for s in range(members)
         ]
@@ -84,7 +84,7 @@ def partition(
                     cfg.ft_lr,
                     seed=cfg.seed,
                     groups=qidx[train],
-                    class_prior=ft_prior,
+                    **({"class_prior": ft_prior} if ft_prior else {}),
                 )
                 for b in sim.ensembles[metric].members
             ]

@@ -72,8 +72,8 @@ class RealEvalConfig:
     stratify_failed: bool = False
     # class metrics whose GNNs (real-only and fine-tuned) learn around the load prior (costmodel/loadprior.py, a
     # logistic regression on the busiest host's load fitted on the training traces). Success only: alone it scored
-    # success at 0.91 balanced out of fold on 732 traces (backpressure 0.75); over partitions 0/100/200 the
-    # real-only GNN's S went 0.886 -> 0.909 with it, both GNNs pooled 0.897 -> 0.912
+    # success at 0.91 balanced out of fold on 732 traces, backpressure 0.75 (benchmarks/costmodel_prior_alone.py);
+    # over partitions 0/100/200 the real-only GNN's S went 0.886 -> 0.909 with it, both GNNs pooled 0.897 -> 0.912
     # (benchmarks/costmodel_fold_spread.py --class-prior load --ft-prior load; docs/testbed.md, fourth update)
     class_prior: tuple[str, ...] = ("success",)
 

@@ -4,10 +4,16 @@ Why: on the real testbed nearly every failed run has a host, mostly the small on
 share can take; the first output row does not reach the sink before the run ends. The host nodes carry that load
 per core and per MB (`features.host_usage`), but a GNN trained on a few hundred real traces uses it no better
 than the two numbers alone: on the 732 corpus traces a balanced logistic regression on the largest
-``log:rows_in_per_core`` and ``log:state_rows_per_mb`` of a placement scored success at balanced 0.905-0.911
-out of fold (query folds of partitions 0-2), the real-only GNN at 0.87-0.88. As the throughput prior
+``log:rows_in_per_core`` and ``log:state_rows_per_mb`` of a placement scored success at balanced 0.909-0.913
+out of fold (eval-real's query folds of partitions 0-2; benchmarks/costmodel_prior_alone.py), the real-only GNN
+without the prior at 0.87-0.90. As the throughput prior
 (`train.log_prior`) hands the GNN the expected rate and lets it learn the correction, this prior hands the
 classifier the load's logit and the GNN learns what the two maxima miss. Fitted on the training traces only.
+
+Limits: the L2 penalty is a fixed 1e-2 against class weights that sum to the number of traces, so on a nearly
+separable training set the logits grow large (on the 732 corpus traces they span -11..+8; fitted on 10 % of them
+-17..+16) and the GNN then has little gradient left to correct them; a missing load value (unknown CPU) counts
+as 0, the lightest load, when every host lacks it.
 """
 
 from __future__ import annotations

@@ -361,6 +361,9 @@ def _class_prior(
         msg = f"unknown class prior {config.class_prior!r}; valid: {', '.join(CLASS_PRIORS)}"
         raise CostModelError(msg)
     if init is not None and init.class_prior is not None:
+        if config.class_prior == "none":  # the saved config would say "none" while the model adds a prior
+            msg = "the starting model has a class prior; fine-tuning keeps it (class_prior 'load' or unset)"
+            raise CostModelError(msg)
         return init.class_prior
     if config.metric in REGRESSION or config.class_prior == "none":
         return None
@@ -527,7 +530,9 @@ def fine_tune(
     Keeps the base model's feature statistics and target scaling; early-stops on a held-out slice of `extra`.
     With `groups` (one id per trace, e.g. its query) the slice holds whole groups: a query's other placement left
     in training would make the slice judge memorisation, not generalisation. `class_prior` ("load"): a classifier
-    without a class prior gets one, fitted on the training part of `extra`, and learns around it from here on.
+    without a class prior gets one, fitted on the training part of `extra`, and learns around it from here on; the
+    base GNN's logit already holds its own load evidence, so at the first epoch the two add up (the keep-the-start
+    check compares against base + prior, not the base alone). A model with a prior keeps it ("none" is refused).
     """
     import copy
 

@@ -125,3 +125,60 @@ def test_fine_tuning_can_add_a_prior_to_a_model_trained_without_one() -> None:
     tuned = fine_tune(base, extra, epochs=1, class_prior="load")
     assert tuned.class_prior is not None and base.class_prior is None  # the base model is left as it was
     assert fine_tune(tuned, extra, epochs=1).class_prior == tuned.class_prior  # a prior is kept, not refitted
+    with pytest.raises(CostModelError, match="fine-tuning keeps it"):
+        fine_tune(tuned, extra, epochs=1, class_prior="none")
+
+
+def test_the_loss_and_the_stopping_score_see_the_prior() -> None:
+    from adaptstream.costmodel.train import stopping_score
+
+    torch.set_num_threads(1)
+    ds = _dataset(60)
+    train, val = ds.subset(range(40)), ds.subset(range(40, 60))
+    cfg = TrainConfig(metric="success", hidden=8, epochs=1, batch_size=16, lr=0.0, class_prior="load")
+    m = train_model(train, val, cfg)  # lr 0: the weights the loss was computed with are the ones kept
+    assert m.class_prior is not None
+    y = train.column("success")
+    logit = torch.tensor(m.raw_outputs(train.graphs) + m.class_prior.logits(train.graphs), dtype=torch.float32)
+    pos = float(y.mean())
+    want = torch.nn.BCEWithLogitsLoss(pos_weight=torch.tensor([(1 - pos) / pos]))(
+        logit, torch.tensor(y, dtype=torch.float32)
+    )
+    assert m.history[0]["train_loss"] == pytest.approx(float(want), rel=1e-4)
+    y_va = val.column("success")
+    assert m.history[0]["val_score"] == pytest.approx(stopping_score("success", y_va, m.predict(val.graphs)), rel=1e-5)
+
+
+def test_the_prior_is_fitted_on_training_traces_only(monkeypatch) -> None:
+    from adaptstream.costmodel import train as train_mod
+
+    seen: list[int] = []
+    real_fit = LoadPrior.fit.__func__  # type: ignore[attr-defined]
+
+    def spy(cls, graphs, y):
+        seen.append(len(graphs))
+        return real_fit(cls, graphs, y)
+
+    monkeypatch.setattr(LoadPrior, "fit", classmethod(spy))
+    torch.set_num_threads(1)
+    ds = _dataset(60)
+    base = train_model(ds.subset(range(30)), ds.subset(range(30, 40)), TrainConfig(metric="success", epochs=1))
+    cfg = TrainConfig(metric="success", hidden=8, epochs=1, class_prior="load")
+    train_mod.train_model(ds.subset(range(30)), ds.subset(range(30, 40)), cfg)
+    assert seen == [30]
+    extra = ds.subset(range(40, 60))
+    train_mod.fine_tune(base, extra, epochs=1, class_prior="load")
+    assert len(seen) == 2 and 0 < seen[1] < len(extra)  # the early-stopping slice is left out
+
+
+def test_checkpoints_without_a_prior_still_load(tmp_path) -> None:
+    torch.set_num_threads(1)
+    ds = _dataset(40)
+    m = train_model(ds.subset(range(30)), ds.subset(range(30, 40)), TrainConfig(metric="success", hidden=8, epochs=1))
+    m.save(tmp_path / "m.pt")
+    ck = torch.load(tmp_path / "m.pt", weights_only=False)
+    del ck["class_prior"], ck["train_config"]["class_prior"]  # as saved before the class prior existed
+    torch.save(ck, tmp_path / "old.pt")
+    old = TrainedModel.load(tmp_path / "old.pt", device="cpu")
+    assert old.class_prior is None and old.config.class_prior == "none"
+    np.testing.assert_allclose(old.predict(ds.graphs), m.predict(ds.graphs), rtol=1e-6)

@@ -77,6 +77,10 @@ class RealEvalConfig:
     # (benchmarks/costmodel_fold_spread.py --class-prior load --ft-prior load; docs/testbed.md, fourth update)
     class_prior: tuple[str, ...] = ("success",)
 
+    def class_prior_for(self, metric: str) -> str:
+        """The `TrainConfig.class_prior` a GNN of `metric` trains (or is fine-tuned) with."""
+        return "load" if metric in self.class_prior else "none"
+
 
 PARTITION_STRIDE = 100
 
@@ -134,7 +138,7 @@ def fit_real(train: GraphDataset, val: GraphDataset, cfg: RealEvalConfig) -> dic
                 patience=20,
                 seed=s,
                 max_seconds=cfg.real_seconds,
-                class_prior="load" if m in cfg.class_prior else "none",
+                class_prior=cfg.class_prior_for(m),
             )
             for s in range(cfg.seed, cfg.seed + max(1, cfg.real_members))
         ]
@@ -184,9 +188,14 @@ def fine_tune_sim(
         y = train.usable(m)
         if len(y) < 5 or len(np.unique(queries[y])) < 2:
             continue  # too few labelled traces or queries to fine-tune and early-stop: no prediction, counted
-        prior = "load" if m in cfg.class_prior else None
         tune = partial(
-            fine_tune, extra=train, epochs=cfg.ft_epochs, lr=cfg.ft_lr, seed=cfg.seed, groups=queries, class_prior=prior
+            fine_tune,
+            extra=train,
+            epochs=cfg.ft_epochs,
+            lr=cfg.ft_lr,
+            seed=cfg.seed,
+            groups=queries,
+            class_prior=cfg.class_prior_for(m),
         )
         out[m] = MetricEnsemble([tune(b) for b in sim.ensembles[m].members])
     return out

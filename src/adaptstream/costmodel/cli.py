@@ -320,6 +320,7 @@ def evaluate_real(
     from adaptstream.bench import costmodel_real_eval as ev
     from adaptstream.bench import costmodel_real_report as rep
     from adaptstream.bench.meta import git_revision
+    from adaptstream.costmodel.train import CLASSIFICATION
     from adaptstream.outdirs import report_dir
 
     if folds < 2:
@@ -331,9 +332,9 @@ def evaluate_real(
     if success_rule not in ev.SUCCESS_RULES:
         raise CostModelError(f"--success-rule must be one of {', '.join(ev.SUCCESS_RULES)}, got {success_rule!r}")
     priors = () if class_prior.strip() == "none" else tuple(x.strip() for x in class_prior.split(",") if x.strip())
-    bad = [m for m in priors if m not in ("success", "backpressure")]
+    bad = [m for m in priors if m not in CLASSIFICATION]
     if bad:
-        raise CostModelError(f"--class-prior takes success, backpressure or none, got {', '.join(bad)}")
+        raise CostModelError(f"--class-prior takes {', '.join(CLASSIFICATION)} or none, got {', '.join(bad)}")
     out = report_dir("costmodel-real", out, update_docs)
     cfg = ev.RealEvalConfig(
         str(traces),

@@ -6,9 +6,9 @@ per core and per MB (`features.host_usage`), but a GNN trained on a few hundred 
 than the two numbers alone: on the 732 corpus traces a balanced logistic regression on the largest
 ``log:rows_in_per_core`` and ``log:state_rows_per_mb`` of a placement scored success at balanced 0.909-0.913
 out of fold (eval-real's query folds of partitions 0-2; benchmarks/costmodel_prior_alone.py), the real-only GNN
-without the prior at 0.87-0.90. As the throughput prior
-(`train.log_prior`) hands the GNN the expected rate and lets it learn the correction, this prior hands the
-classifier the load's logit and the GNN learns what the two maxima miss. Fitted on the training traces only.
+without the prior at 0.87-0.90. As the throughput prior (`train.log_prior`) hands the GNN the expected rate and
+lets it learn the correction, this prior hands the classifier the load's logit and the GNN learns what the two
+maxima miss. Fitted on the training traces only.
 
 Limits: the L2 penalty is a fixed 1e-2 against class weights that sum to the number of traces, so on a nearly
 separable training set the logits grow large (on the 732 corpus traces they span -11..+8; fitted on 10 % of them
@@ -91,7 +91,3 @@ class LoadPrior:
             if np.abs(step).max() < 1e-8:
                 break
         return cls(tuple(float(v) for v in th))
-
-
-def prior_from_dict(d: Mapping[str, Any] | None) -> LoadPrior | None:
-    return None if d is None else LoadPrior.from_dict(d)

@@ -40,7 +40,7 @@ from adaptstream.costmodel.gnn import (
     encode_graphs,
 )
 from adaptstream.costmodel.loadprior import KINDS as CLASS_PRIORS
-from adaptstream.costmodel.loadprior import LoadPrior, prior_from_dict
+from adaptstream.costmodel.loadprior import LoadPrior
 from adaptstream.costmodel.qerror import balanced_accuracy, q_errors
 from adaptstream.errors import CostModelError
 
@@ -312,7 +312,7 @@ class TrainedModel:
         model = CostGNN(stats, cfg.gnn_config())
         model.load_state_dict(ck["state_dict"])
         model.to(torch.device(device) if device else default_device())
-        prior = prior_from_dict(ck.get("class_prior"))
+        prior = None if ck.get("class_prior") is None else LoadPrior.from_dict(ck["class_prior"])
         return cls(model, stats, cfg, ck["target_mu"], ck["target_sd"], ck.get("history", []), prior)
 
 
@@ -347,8 +347,8 @@ def _batches(
     for i in range(0, len(order), batch_size):
         sel = order[i : i + batch_size]
         b = collate([encoded[j] for j in sel], stats).to(device)
-        t = [torch.from_numpy(a[sel].astype(np.float32)).to(device) for a in (y, off)]
-        out.append((b, t[0], t[1]))
+        yt, ot = (torch.from_numpy(a[sel].astype(np.float32)).to(device) for a in (y, off))
+        out.append((b, yt, ot))
     return out
 
 

@@ -198,18 +198,36 @@ class PolicyStateFile:
             raise
 
     def load(self) -> dict[str, Any] | None:
-        """The saved document, or None when nothing was saved yet."""
+        """The saved document, or None when nothing was saved yet or the file is unreadable.
+
+        The file holds learned state only (no data offsets the query depends on), so a damaged file (a torn or
+        truncated write, garbage, a bad copy) must not stop the query: it is moved aside to ``<file>.bad``, one
+        warning names both files, and every policy starts fresh."""
         if not os.path.exists(self.path):
             return None
-        with open(self.path) as f:
-            return json.load(f)
+        try:
+            with open(self.path, "rb") as f:
+                doc = json.loads(f.read().decode("utf-8"))
+            if not isinstance(doc, dict) or not isinstance(doc.get("policies", {}), dict):
+                raise ValueError("not a policy-state document")
+            int(doc["offset"])
+        except (ValueError, KeyError, TypeError) as e:
+            self._set_aside(f"cannot be read ({type(e).__name__}: {str(e)[:80]})")
+            return None
+        return doc
+
+    def _set_aside(self, why: str) -> None:
+        bad = f"{self.path}.bad"
+        os.replace(self.path, bad)
+        warnings.warn(f"{self.path} {why}; moved to {bad}; the policies start fresh", stacklevel=3)
 
     def restore(self, **policies: Policy | None) -> int | None:
         """Load each named policy's snapshot into it; returns the offset saved with them (None: nothing saved).
 
         A policy the file has no snapshot for, or a snapshot of another policy (the query was restarted with a
-        different option), keeps its fresh state, with a warning for the latter: there is nothing to resume. A
-        snapshot of the same policy that does not load raises :class:`PolicyStateError`."""
+        different option), keeps its fresh state, with a warning for the latter: there is nothing to resume. So does a
+        snapshot of the same policy that does not load (another version, a damaged value): what a policy learned
+        is worth less than a query that keeps running."""
         doc = self.load()
         if doc is None:
             return None
@@ -217,12 +235,18 @@ class PolicyStateFile:
         for key, policy in policies.items():
             if policy is None or key not in saved:
                 continue
-            if saved[key].get("policy") != policy.name:
+            snap = saved[key]
+            if isinstance(snap, dict) and snap.get("policy") != policy.name:
                 warnings.warn(
-                    f"{key}: saved state is of {saved[key].get('policy')!r}, the query now runs {policy.name!r}; "
+                    f"{key}: saved state is of {snap.get('policy')!r}, the query now runs {policy.name!r}; "
                     "starting it fresh",
                     stacklevel=2,
                 )
                 continue
-            policy.load_state_dict(saved[key])
+            fresh = policy.state_dict()
+            try:
+                policy.load_state_dict(snap)
+            except (PolicyStateError, ValueError, KeyError, TypeError, AttributeError) as e:
+                policy.load_state_dict(fresh)  # a snapshot that failed half-way leaves no half-loaded policy
+                warnings.warn(f"{self.path}: {key} snapshot does not load ({e}); starting it fresh", stacklevel=2)
         return int(doc["offset"])

@@ -223,3 +223,56 @@ def test_policy_state_survives_a_restart(spark, tmp_path):
     after = state()
     assert after["batches_seen"] == 6  # continued from the snapshot, not from a fresh policy
     assert after["rows_done"] > before["rows_done"]
+
+
+def test_a_torn_policy_state_file_never_stops_the_query(spark, tmp_path):
+    """Half a record appended to policies.json (a torn write, a full disk, a bad copy): the restarted query
+    delivers every row, exactly once; the policies start fresh and the damaged file is kept aside, not reused."""
+    src, run, ck, out = (str(tmp_path / p) for p in ("in", "run", "ck", "out"))
+    os.makedirs(src)
+    state_file = f"{run}/metrics/source/policies.json"
+
+    def drain(first: int) -> None:
+        for i in range(first, first + 3):
+            _write(f"{src}/{i:03d}.csv", [f"k{j},{i}" for j in range(10)])
+        q = (
+            _stream(spark, src, run, admission="lmstream", slide="0", maxFilesPerTrigger="1")
+            .writeStream.format("parquet")
+            .option("path", out)
+            .trigger(availableNow=True)
+            .option("checkpointLocation", ck)
+            .start()
+        )
+        try:
+            assert q.awaitTermination(120)
+            assert q.exception() is None
+        finally:
+            q.stop()
+
+    drain(0)
+    with open(state_file, "a") as f:
+        f.write('{"offset": 9, "policies": {"admi')
+    drain(3)
+    with open(state_file) as f:
+        assert json.load(f)["policies"]["admission"]["state"]["batches_seen"] == 3  # fresh, then 3 new batches
+    assert os.path.exists(state_file + ".bad")
+    expected = sorted((f"k{j}", i) for i in range(6) for j in range(10))
+    assert _rows(spark.read.parquet(out)) == expected
+
+
+@pytest.mark.parametrize("files", [0, 1])
+def test_a_refused_option_is_the_query_exception_on_an_empty_or_full_directory(spark, tmp_path, files):
+    """An option the source refuses ends the query with that ConfigError as query.exception(), never with the
+    UnboundLocalError PySpark 4.3's source runner raises when the reader's constructor fails."""
+    src = str(tmp_path / "in")
+    os.makedirs(src)
+    for i in range(files):
+        _write(f"{src}/{i}.csv", ["a,1"])
+    q = _stream(spark, src, str(tmp_path / "run"), delimiter=";;").writeStream.format("noop").start()
+    try:
+        with pytest.raises(Exception, match="delimiter must be one character"):
+            q.awaitTermination(60)
+        message = str(q.exception())
+    finally:
+        q.stop()
+    assert "ConfigError" in message and "UnboundLocalError" not in message

@@ -425,6 +425,46 @@ def test_policy_state_file_refuses_a_foreign_snapshot(tmp_path):
         build_admission("lmstream").load_state_dict({"policy": "lmstream", "version": 1, "state": {}})
 
 
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda t: t + '{"offset": 4, "pol',  # a torn appended record
+        lambda t: t[: len(t) // 2],  # truncated
+        lambda t: "\x00\xff garbage",  # not JSON, not UTF-8
+        lambda t: "[1, 2]",  # JSON, not an object
+        lambda t: '{"policies": {}}',  # no offset
+        lambda t: "",  # empty
+    ],
+    ids=["torn-tail", "truncated", "garbage", "not-an-object", "no-offset", "empty"],
+)
+def test_a_damaged_policy_state_file_is_set_aside_and_the_policies_start_fresh(tmp_path, damage):
+    path = tmp_path / "policies.json"
+    store = PolicyStateFile(str(path))
+    store.save(3, admission=build_admission("lmstream"))
+    path.write_bytes(damage(path.read_text()).encode("utf-8", "surrogateescape"))
+    fresh = build_admission("lmstream")
+    with pytest.warns(UserWarning, match=r"policies.json.bad; the policies start fresh"):
+        assert store.restore(admission=fresh) is None
+    assert fresh.state_dict() == build_admission("lmstream").state_dict()
+    assert not path.exists() and (tmp_path / "policies.json.bad").exists()
+    store.save(4, admission=fresh)  # the next commit writes a good file again
+    assert store.restore(admission=build_admission("lmstream")) == 4
+
+
+def test_a_snapshot_that_does_not_load_starts_that_policy_fresh_and_keeps_the_others(tmp_path):
+    store = PolicyStateFile(str(tmp_path / "policies.json"))
+    adm, part = build_admission("lmstream"), build_partitioner("prompt")
+    store.save(5, admission=adm, partitioner=part)
+    doc = json.loads((tmp_path / "policies.json").read_text())
+    doc["policies"]["admission"]["state"] = {"rows_done": "lots"}
+    (tmp_path / "policies.json").write_text(json.dumps(doc))
+    adm2, part2 = build_admission("lmstream"), build_partitioner("prompt")
+    with pytest.warns(UserWarning, match="admission snapshot does not load"):
+        assert store.restore(admission=adm2, partitioner=part2) == 5
+    assert adm2.state_dict() == build_admission("lmstream").state_dict()
+    assert part2.state_dict() == part.state_dict()
+
+
 def test_partitioner_parameter_errors_name_the_valid_ones():
     with pytest.raises(ConfigError, match=r"valid: \['cardinality', 'choices', 'window'\]"):
         build_partitioner("am", windw="explicit")

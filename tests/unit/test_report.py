@@ -93,3 +93,21 @@ def test_bounded_rate_criterion(tmp_path):
     growing = result("growing", [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0])  # Fig. 1: falls behind
     assert latency_growth(steady) == pytest.approx(1.0, abs=0.05) and bounded(steady)
     assert latency_growth(growing) == pytest.approx(9.0 / 6.0) and not bounded(growing)
+
+
+def test_quarantine_counted_once_per_row_as_the_source_writes_it(tmp_path):
+    """The summary counts what spark/accounting.py writes (no 'line' field): a row replayed after a restart once,
+    a file event once per reason, a torn last record (the run was killed mid-write) left out."""
+    from adaptstream.spark.accounting import Quarantine
+
+    m = str(tmp_path / "m")
+    os.makedirs(m)
+    q = Quarantine(m)
+    rows = [
+        {"seq": 1, "path": "/in/a.csv", "row": k, "offset": 10 * k, "raw": "x", "reason": "1 fields"} for k in (1, 2)
+    ]
+    event = {"seq": None, "path": "/in/b.csv", "row": None, "offset": None, "raw": None, "reason": "file shrank"}
+    assert q.add([*rows, event]) == 3
+    with open(os.path.join(m, "quarantine.jsonl"), "a") as f:  # a replay from another process, then a torn write
+        f.write(json.dumps(rows[0]) + "\n" + '{"seq": 1, "pa')
+    assert summarize(m).quarantined == 3

@@ -18,6 +18,14 @@ BATCHES = "batches.jsonl"
 QUARANTINE = "quarantine.jsonl"
 
 
+def quarantine_key(record: dict) -> tuple:
+    """What makes two quarantine records the same event: a replayed batch or a restart quarantines the same row
+    (file, byte offset, record number) again; a file event (no offset) is told apart by its reason. The writer
+    (spark/accounting.py) and every reader (metrics.summary) deduplicate by this one key."""
+    offset = record.get("offset")
+    return record.get("path"), offset, record.get("row"), record.get("reason") if offset is None else ""
+
+
 @dataclass
 class DatasetRecord:
     seq: int

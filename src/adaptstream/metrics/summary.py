@@ -9,15 +9,27 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from adaptstream.metrics.recorder import BATCHES, DATASETS, QUARANTINE
+from adaptstream.metrics.recorder import BATCHES, DATASETS, QUARANTINE, quarantine_key
+
+
+def _records(path: str) -> list[dict]:
+    """The records of a metrics file; a torn last line (the run was killed mid-write) is left out, not fatal."""
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        lines = [line for line in f if line.strip()]
+    rows = []
+    for k, line in enumerate(lines):
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            if k < len(lines) - 1:
+                raise ValueError(f"{path} is corrupt at record {k + 1}: {line[:80]!r}") from None
+    return rows
 
 
 def _read_jsonl(path: str) -> pd.DataFrame:
-    if not os.path.exists(path):
-        return pd.DataFrame()
-    with open(path, encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f if line.strip()]
-    return pd.DataFrame(rows)
+    return pd.DataFrame(_records(path))
 
 
 def load_datasets(metrics_dir: str, include_sentinel: bool = False) -> pd.DataFrame:
@@ -36,8 +48,8 @@ def load_batches(metrics_dir: str) -> pd.DataFrame:
 
 
 def count_quarantined(metrics_dir: str) -> int:
-    df = _read_jsonl(os.path.join(metrics_dir, QUARANTINE))
-    return 0 if df.empty else len(df.drop_duplicates(["seq", "line"]))
+    """Quarantined rows and file events, each counted once however often a replay wrote it."""
+    return len({quarantine_key(r) for r in _records(os.path.join(metrics_dir, QUARANTINE))})
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from adaptstream.admission import AdmissionPolicy, BatchOutcome
 from adaptstream.connectors.base import DatasetRef, append_jsonl, read_jsonl
-from adaptstream.metrics.recorder import QUARANTINE, BatchRecord, DatasetRecord, MetricsRecorder
+from adaptstream.metrics.recorder import QUARANTINE, BatchRecord, DatasetRecord, MetricsRecorder, quarantine_key
 from adaptstream.spark.read import part_path, read_part
 
 log = logging.getLogger(__name__)
@@ -75,15 +75,11 @@ class Quarantine:
 
     def __init__(self, directory: str) -> None:
         self.path = os.path.join(directory, QUARANTINE)
-        self._keys = {self._key(r) for r in read_jsonl(self.path)}
-
-    @staticmethod
-    def _key(r: dict) -> tuple:
-        return r.get("path"), r.get("offset"), r.get("row"), r.get("reason") if r.get("offset") is None else ""
+        self._keys = {quarantine_key(r) for r in read_jsonl(self.path)}
 
     def add(self, records: list[dict]) -> int:
-        new = [r for r in records if self._key(r) not in self._keys]
-        self._keys.update(self._key(r) for r in new)
+        new = [r for r in records if quarantine_key(r) not in self._keys]
+        self._keys.update(quarantine_key(r) for r in new)
         append_jsonl(self.path, new)
         return len(new)
 

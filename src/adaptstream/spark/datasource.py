@@ -34,7 +34,7 @@ from pyspark.sql.types import StructType
 from adaptstream.admission import PendingDataset, build_admission
 from adaptstream.connectors.base import Connector, DatasetRef, Manifest, StateLock
 from adaptstream.connectors.redis import RedisConnector
-from adaptstream.errors import ConfigError, ConnectorError
+from adaptstream.errors import AdaptstreamError, ConfigError, ConnectorError
 from adaptstream.metrics.recorder import MetricsRecorder
 from adaptstream.policy import PolicyStateFile
 from adaptstream.spark.accounting import Accountant, Planned, Quarantine
@@ -460,7 +460,30 @@ class AdaptstreamDataSource(DataSource):
         raise ConfigError(msg)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return AdaptstreamStreamReader(schema, dict(self.options))
+        try:
+            return AdaptstreamStreamReader(schema, dict(self.options))
+        except AdaptstreamError as e:
+            return RefusedStreamReader(e)
+
+
+class RefusedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Stands in for a reader whose options were refused, and raises that error on Spark's first call.
+
+    PySpark 4.3's source runner cannot report an exception raised while it builds the reader (its cleanup then
+    reads an unbound variable, and the query fails with an UnboundLocalError on top of ours); an error raised
+    by a reader method reaches ``query.exception()`` as it is."""
+
+    def __init__(self, error: AdaptstreamError) -> None:
+        self.error = error
+
+    def _refuse(self, *_args, **_kwargs):
+        raise self.error
+
+    initialOffset = latestOffset = partitions = getDefaultReadLimit = reportLatestOffset = _refuse
+    prepareForTriggerAvailableNow = commit = read = _refuse
+
+    def stop(self) -> None:
+        return None
 
 
 def register(spark) -> None:

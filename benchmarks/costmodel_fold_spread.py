@@ -33,6 +33,7 @@ from adaptstream.bench.costmodel_real_eval import (
     with_success_rule,
 )
 from adaptstream.bench.costmodel_real_fit import RealEvalConfig, split_queries
+from adaptstream.bench.meta import finish_meta, script_meta
 from adaptstream.costmodel.ensemble import CostEnsembles, MetricEnsemble
 from adaptstream.costmodel.train import GraphDataset, TrainConfig, canonical_metric, fine_tune, train_model
 
@@ -126,7 +127,7 @@ def main() -> None:
     ds = GraphDataset.from_traces(traces)
     qidx = np.array([int(t.meta["query_index"]) for t in traces])
     sim = CostEnsembles.load(a.sim_models) if a.sim_models else None
-    out: dict = {"metric": metric, "traces": len(traces), "partitions": {}}
+    out: dict = {"meta": script_meta(), "targets": [], "metric": metric, "traces": len(traces), "partitions": {}}
     out.update(class_prior=a.class_prior, ft_prior=a.ft_prior, load1_before=round(os.getloadavg()[0], 2))
     for s in (int(x) for x in a.fold_seeds.split(",")):
         t0 = time.perf_counter()
@@ -148,6 +149,7 @@ def main() -> None:
         out["combined_mean"] = {k: float(np.mean([c[k] for c in combos])) for k in combos[0]}
         print("mean over partitions:", {k: round(v, 3) for k, v in out["combined_mean"].items()})
     print(f"mean over {len(ens)} partitions: {out['ensemble_mean']:.3f} (range {min(ens):.3f}-{max(ens):.3f})")
+    finish_meta(out["meta"])
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(out, indent=1))
 

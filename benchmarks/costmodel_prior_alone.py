@@ -19,6 +19,7 @@ import numpy as np
 
 from adaptstream.bench.costmodel_real_eval import class_scores, load_real, query_folds, with_bp_rule, with_success_rule
 from adaptstream.bench.costmodel_real_fit import RealEvalConfig
+from adaptstream.bench.meta import finish_meta, script_meta
 from adaptstream.costmodel.loadprior import FEATURES, LoadPrior
 from adaptstream.costmodel.train import GraphDataset
 
@@ -46,7 +47,8 @@ def main() -> None:
     corpus, _, reruns = load_real(a.traces)
     traces = with_bp_rule(with_success_rule(corpus, reruns, cfg.success_rule)[0], cfg.bp_rule)
     ds = GraphDataset.from_traces(traces)
-    out: dict = {"features": list(FEATURES), "traces": len(traces), "load1": round(os.getloadavg()[0], 2)}
+    out: dict = {"meta": script_meta(), "targets": [], "features": list(FEATURES), "traces": len(traces)}
+    out["load1"] = round(os.getloadavg()[0], 2)
     for metric in ("success", "backpressure"):
         per = {}
         for s in (int(x) for x in a.fold_seeds.split(",")):
@@ -54,6 +56,7 @@ def main() -> None:
         bal = [r["balanced_acc"] for r in per.values()]
         out[metric] = {"per_partition": per, "balanced_mean": float(np.mean(bal))}
         print(f"{metric}: balanced", [round(b, 3) for b in bal], f"mean {np.mean(bal):.3f}", flush=True)
+    finish_meta(out["meta"])
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(out, indent=1))
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from adaptstream.bench.meta import finish_meta, start_meta
 from adaptstream.costmodel.corpus import load_corpus, load_traces
 from adaptstream.costmodel.ensemble import CostEnsembles, train_ensembles
 from adaptstream.costmodel.features import FeatureStats
@@ -161,6 +162,7 @@ class Context:
     flat: FlatVectorModel | None = None
     results: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=lambda: start_meta("costmodel", "eval"))
 
 
 def _progress(log: Log) -> Callable[[dict[str, Any]], None]:
@@ -546,6 +548,7 @@ def _write_json(ctx: Context) -> None:
     out = Path(ctx.cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     payload = {
+        "meta": finish_meta(ctx.meta),
         "results": ctx.results,
         "timings": ctx.timings,
         "config": asdict(ctx.cfg),

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from adaptstream.bench.costmodel_real_eval import BASE_TYPES, MODELS
-from adaptstream.bench.meta import load_text
+from adaptstream.bench.meta import dirty_note, load_text
 from adaptstream.costmodel.train import METRICS, SHORT
 
 SHORTS = tuple(SHORT[m] for m in METRICS)
@@ -255,12 +255,14 @@ def _bp_text(res: dict[str, Any]) -> str:
 
 def write(res: dict[str, Any], out: Path, command: str, meta: dict[str, Any]) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "costmodel_real.json").write_text(json.dumps(summary_json(res), indent=1, default=str) + "\n")
+    doc = {"meta": meta, **summary_json(res)}
+    (out / "costmodel_real.json").write_text(json.dumps(doc, indent=1, default=str) + "\n")
     _plot(res, out / "costmodel_real.png")
     lines = [
         "# Costream cost model on REAL testbed traces",
         "",
-        f"Recorded: `{command}` at git `{meta.get('git', '?')}`, {meta.get('when', '?')}, {res['seconds']:.0f} s; "
+        f"Recorded: `{command}` at git `{meta.get('git', '?')}`{dirty_note(meta)}, "
+        f"{meta.get('when', '?')}, {res['seconds']:.0f} s; "
         f"1-minute load average now {res['load1_now']}.",
         "",
         f"Corpus: {res['n_traces']} real traces of {res['n_queries']} generated queries "

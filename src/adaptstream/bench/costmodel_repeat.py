@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from adaptstream.bench.meta import load_range, load_text
+from adaptstream.bench.meta import dirty_note, load_range, load_text
 from adaptstream.costmodel.model import Trace, read_traces
 from adaptstream.costmodel.qerror import balanced_accuracy, q_errors
 from adaptstream.costmodel.testbed.bprules import LATEST, RULES, recorded_rule, verdict
@@ -208,7 +208,8 @@ def markdown(res: dict[str, Any], command: str, meta: dict[str, Any]) -> str:
     lines = [
         "# Costream on the REAL testbed: how much a label varies between two runs of the same trace",
         "",
-        f"Recorded: `{command}` at git `{meta.get('git', '?')}`, {meta.get('when', '?')}. {res['n_pairs']} corpus "
+        f"Recorded: `{command}` at git `{meta.get('git', '?')}`{dirty_note(meta)}, "
+        f"{meta.get('when', '?')}. {res['n_pairs']} corpus "
         "traces run a second time (`costmodel testbed-corpus --repeat`: same generated query, host set and "
         f"placement). Load average before the first runs {load_text(res['load1_first'])}, before the repeats "
         f"{load_text(res['load1_repeat'])}.",

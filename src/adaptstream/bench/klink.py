@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -302,7 +300,7 @@ def klink_command(
     """Output latency of N concurrent windowed queries (YSB by default; --workloads mixes in DEBS 2015 and the
     Table III queries) under every scheduler (Klink Fig. 6a/6b, 9c/9d shapes)."""
     from adaptstream.bench.klink_report import write_report
-    from adaptstream.bench.source import _git
+    from adaptstream.bench.meta import start_meta
     from adaptstream.errors import ConfigError
     from adaptstream.outdirs import report_dir
     from adaptstream.scheduling import build_scheduler
@@ -336,15 +334,11 @@ def klink_command(
     if not ns or min(ns) < 1:
         msg = f"--queries must list numbers >= 1, got {queries!r}"
         raise typer.BadParameter(msg)
-    target = report_dir("bench-klink", out, update_docs)
+    target = report_dir("bench-klink", out, update_docs, report="klink.json")
     target.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="adaptstream-bench-klink-"))
     meta: dict[str, Any] = {
-        "command": " ".join(["adaptstream", "bench", "klink", *sys.argv[3:]]),
-        "git": _git(),
-        "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
-        "load_before": os.getloadavg(),
-        "started": time.time(),
+        **start_meta("bench", "klink"),
         "duration_s": duration,
         "rate": rate,
         "start_spread_s": start_spread,

@@ -19,6 +19,7 @@ import numpy as np
 import typer
 from rich.console import Console
 
+from adaptstream.bench.meta import describe_run, finish_meta, start_meta
 from adaptstream.runner import RunResult, RunSpec
 
 POLICIES = ("lmstream", "fixed", "asap")
@@ -105,13 +106,18 @@ def _load() -> float:
     return os.getloadavg()[0]
 
 
-def _write_report(out: str, title: str, matrix: list[RunResult], rate_rows: list[dict], notes: list[str]) -> str:
+def _write_report(
+    out: str, title: str, matrix: list[RunResult], rate_rows: list[dict], notes: list[str], meta: dict | None = None
+) -> str:
     from adaptstream.metrics.plots import plot_bars
     from adaptstream.report import markdown_table, ratio_lines, timeline_lines
 
     os.makedirs(out, exist_ok=True)
-    date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    lines = [f"# {title}", "", f"Date: {date}. Machine: {_machine_line()}.", "", *notes, ""]
+    if meta is not None:
+        head = f"{describe_run(meta)} {_machine_line()}."
+    else:
+        head = f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Machine: {_machine_line()}."
+    lines = [f"# {title}", "", head, "", *notes, ""]
     for traffic in dict.fromkeys(r.spec.traffic for r in matrix):
         runs = [r for r in matrix if r.spec.traffic == traffic]
         lines += [
@@ -158,6 +164,7 @@ def _write_report(out: str, title: str, matrix: list[RunResult], rate_rows: list
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump(
             {
+                **({"meta": meta, "targets": []} if meta is not None else {}),
                 "runs": [{"spec": r.spec.__dict__, **r.summary.as_dict(), "unfinished": r.unfinished} for r in matrix],
                 "rates": rate_rows,
                 "notes": notes,
@@ -184,7 +191,8 @@ def _rebuild_report(out: str, runs_dir: str, title: str) -> None:
     import glob
 
     with open(os.path.join(out, "summary.json")) as f:
-        notes = json.load(f).get("notes", [])
+        old = json.load(f)
+    notes, meta = old.get("notes", []), old.get("meta")
     matrix = []
     for traffic in ("constant", "random", "sinusoidal"):
         for wl in ALL_WORKLOADS:
@@ -204,7 +212,7 @@ def _rebuild_report(out: str, runs_dir: str, title: str) -> None:
         f"Report rebuilt from the run directories in {runs_dir} on "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} (figures recomputed, nothing re-run)."
     )
-    console.print(f"report: {_write_report(out, title, matrix, [rate_row(r) for r in rates], rebuilt)}")
+    console.print(f"report: {_write_report(out, title, matrix, [rate_row(r) for r in rates], rebuilt, meta)}")
 
 
 def lmstream_command(
@@ -241,7 +249,9 @@ def lmstream_command(
     if report_only and out is None and not update_docs:
         msg = "--report-only rebuilds an existing report: pass its --out DIR, or --update-docs"
         raise ConfigError(msg)
-    out = str(report_dir("bench-lmstream", out, update_docs, "docs/results/lmstream"))
+    out = str(
+        report_dir("bench-lmstream", out, update_docs, "docs/results/lmstream", None if report_only else "summary.json")
+    )
     runs_dir = runs_dir or ("runs/bench-lmstream" if update_docs else os.path.join(out, "runs"))
     if report_only:
         _rebuild_report(out, runs_dir, title)
@@ -249,6 +259,7 @@ def lmstream_command(
     from adaptstream.runner import run_workload
     from adaptstream.spark.session import build_spark
 
+    meta = start_meta("bench", "lmstream", master=master)
     spark = build_spark(master=master)
     notes = [
         "Spark " + spark.version + f", master {master}, spark.sql.shuffle.partitions=2. All three policies run "
@@ -283,7 +294,7 @@ def lmstream_command(
                 f" batches {res.summary.batches}, unfinished {res.unfinished}"
             )
             matrix.append(res)
-            _write_report(out, title, matrix, rate_rows, notes + _load_note(loads))
+            _write_report(out, title, matrix, rate_rows, notes + _load_note(loads), finish_meta(meta))
     if rate_workload:
         for pol in pol_list:
             for r in [int(x) for x in rates.split(",") if x]:
@@ -301,7 +312,9 @@ def lmstream_command(
                 res = run_workload(spark, spec, os.path.join(runs_dir, "rates", f"{pol}-{r}"))
                 row = rate_row(res)
                 rate_rows.append(row)
-                _write_report(out, title, matrix, rate_rows, notes + _load_note(loads))
+                _write_report(out, title, matrix, rate_rows, notes + _load_note(loads), finish_meta(meta))
                 if not row["bounded"]:
                     break  # higher rates will not be bounded either
-    console.print(f"report: {_write_report(out, title, matrix, rate_rows, notes + _load_note(loads))}")
+    console.print(
+        f"report: {_write_report(out, title, matrix, rate_rows, notes + _load_note(loads), finish_meta(meta))}"
+    )

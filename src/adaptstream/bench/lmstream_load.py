@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import time
 from pathlib import Path
 from typing import Annotated
@@ -22,7 +21,7 @@ import typer
 from rich.console import Console
 
 from adaptstream.bench.lmstream import ALL_WORKLOADS
-from adaptstream.bench.source import _git
+from adaptstream.bench.meta import describe_run, start_meta
 from adaptstream.runner import RunResult, RunSpec
 
 POLICIES = ("lmstream", "asap", "fixed")
@@ -291,7 +290,7 @@ def write_report(data: dict, out: Path) -> Path:
     lines = [
         "# LMStream under load: highest rate that holds the latency bound",
         "",
-        f"Command: `{m['command']}` (git {m['git']}, {m['started']}). Machine: {m['machine']}. "
+        f"{describe_run(m)} "
         f"Spark {m.get('spark', '?')}, master {m.get('master', '?')}, spark.sql.shuffle.partitions=2.",
         f"1-minute load average: {_fmt(m['load_before'][0])} before, {_fmt((m.get('load_after') or [None])[0])} "
         f"after, mean {_fmt(m.get('load_mean'))} / max {_fmt(m.get('load_max'))} during the runs "
@@ -401,7 +400,6 @@ def lmstream_load_command(
     report_only: Annotated[bool, typer.Option(help="rebuild the report from lmstream_load.json, run nothing")] = False,
 ) -> None:
     """Rate ladder to the breaking point: lmstream, asap and fixed on the six LMStream queries."""
-    import sys
 
     from adaptstream.errors import ConfigError
     from adaptstream.outdirs import report_dir
@@ -409,7 +407,9 @@ def lmstream_load_command(
     if report_only and out is None and not update_docs:
         msg = "--report-only rebuilds an existing report: pass its --out DIR, or --update-docs"
         raise ConfigError(msg)
-    target = Path(report_dir("bench-lmstream-load", out, update_docs))
+    target = Path(
+        report_dir("bench-lmstream-load", out, update_docs, report=None if report_only else "lmstream_load.json")
+    )
     if report_only:
         console.print(f"report: {write_report(json.loads((target / 'lmstream_load.json').read_text()), target)}")
         return
@@ -439,12 +439,7 @@ def lmstream_load_command(
         r *= 2
     data: dict = {
         "meta": {
-            "command": "adaptstream bench lmstream-load " + " ".join(sys.argv[sys.argv.index("lmstream-load") + 1 :])
-            if "lmstream-load" in sys.argv
-            else "adaptstream bench lmstream-load",
-            "git": _git(),
-            "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "machine": f"{platform.node()}, {os.cpu_count()} cores, {platform.platform()}",
+            **start_meta("bench", "lmstream-load"),
             "cpus": os.cpu_count(),
             "spark": spark.version,
             "master": master,
@@ -522,6 +517,7 @@ def lmstream_load_command(
                 )
                 data["meta"].update(
                     load_after=list(os.getloadavg()),
+                    finished=time.time(),
                     wall_minutes=(time.time() - t0) / 60,
                     load_mean=float(np.mean(loads)),
                     load_max=float(max(loads)),

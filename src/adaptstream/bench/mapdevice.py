@@ -206,7 +206,7 @@ def mapdevice_command(
     from adaptstream.bench.meta import finish_meta, sample_load, start_meta
     from adaptstream.outdirs import report_dir
 
-    target = report_dir("bench-mapdevice", out, update_docs)
+    target = report_dir("bench-mapdevice", out, update_docs, report="mapdevice.json")
     sizes = positive_ints(sizes_kb, "--sizes-kb")
     rows_list = positive_ints(rows, "--rows")
     name = gpu_name()

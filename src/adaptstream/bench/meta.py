@@ -1,6 +1,9 @@
 """What every benchmark report records about its own run: command, git revision, machine, load before/after.
 
 A report is regenerated from its JSON, so these facts travel in the JSON, never in text written at render time.
+Every report JSON's ``meta`` holds at least :data:`REQUIRED` (written by :func:`start_meta` when the run starts
+and by :func:`finish_meta`, or ``meta.update(load_after=..., finished=...)``, when it ends); the test over
+docs/results checks it with :func:`missing`.
 """
 
 from __future__ import annotations
@@ -44,6 +47,53 @@ def git_revision() -> str:
         return "unknown"
 
 
+def git_dirty() -> bool | None:
+    """Whether tracked files differ from the revision (None: not a git checkout). A copy of the tree run elsewhere
+    passes it in ``ADAPTSTREAM_GIT_DIRTY`` (1 or 0)."""
+    if os.environ.get("ADAPTSTREAM_GIT_DIRTY") in ("0", "1"):
+        return os.environ["ADAPTSTREAM_GIT_DIRTY"] == "1"
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return bool(out.stdout.strip())
+
+
+#: what every report's ``meta`` holds; ``machine`` has at least ``host`` and ``cpus`` (its core count)
+REQUIRED = ("command", "argv", "git", "dirty", "started", "finished", "load_before", "load_after", "machine")
+
+
+def missing(meta: Any) -> list[str]:
+    """The :data:`REQUIRED` fields a report's meta lacks or holds in the wrong shape ([] when complete)."""
+    if not isinstance(meta, dict):
+        return ["meta"]
+    gone = [k for k in REQUIRED if k not in meta]
+    machine = meta.get("machine")
+    if not isinstance(machine, dict) or not {"host", "cpus"} <= machine.keys():
+        gone.append("machine.host/cpus")
+    for k in ("started", "finished"):
+        if k in meta and not isinstance(meta[k], int | float):
+            gone.append(f"{k} (seconds since the epoch)")
+    for k in ("load_before", "load_after"):
+        if k in meta and not (isinstance(meta[k], list | tuple) and len(meta[k]) == 3):
+            gone.append(f"{k} (the three load averages)")
+    if "dirty" in meta and not isinstance(meta["dirty"], bool):
+        gone.append("dirty (true/false)")
+    return gone
+
+
+def dirty_note(meta: dict[str, Any]) -> str:
+    """Words a report header adds when the run was made from a tree with uncommitted changes."""
+    if meta.get("dirty"):
+        return f" (run from a tree with uncommitted changes to git {meta.get('git')}: not reproducible from it alone)"
+    return ""
+
+
 def command_line(*words: str) -> str:
     """The invocation as a user would type it: the given command words plus this process's options."""
     argv = sys.argv[1:]
@@ -52,15 +102,23 @@ def command_line(*words: str) -> str:
 
 
 def start_meta(*words: str, **config: Any) -> dict[str, Any]:
+    """The run's identity, taken when it starts: merge it into the report's meta (``{**start_meta(...), ...}``)."""
     return {
         "command": command_line(*words),
+        "argv": list(sys.argv),
         "git": git_revision(),
+        "dirty": git_dirty(),
         "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
         "load_before": list(os.getloadavg()),
         "started": time.time(),
         "loads": [],
         **config,
     }
+
+
+def script_meta(**config: Any) -> dict[str, Any]:
+    """:func:`start_meta` for a script run as ``python benchmarks/NAME.py ...`` (its command as typed)."""
+    return {**start_meta(**config), "command": " ".join(["python", *sys.argv])}
 
 
 def sample_load(meta: dict[str, Any]) -> None:
@@ -79,12 +137,23 @@ def finish_meta(meta: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
+def describe_run(meta: dict[str, Any]) -> str:
+    """ "Command: ... (git ..., when). Machine: ...." for a meta of :func:`start_meta`, or of a report recorded
+    before it (a start time as text, the machine as one string)."""
+    started = meta.get("started")
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)) if isinstance(started, int | float) else started
+    m = meta.get("machine")
+    machine = f"{m.get('host')}, {m.get('cpus')} cores" if isinstance(m, dict) else str(m)
+    return f"Command: `{meta.get('command')}` (git {meta.get('git')}{dirty_note(meta)}, {when}). Machine: {machine}."
+
+
 def describe(meta: dict[str, Any]) -> str:
     """One Markdown paragraph naming the run a report comes from."""
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(meta["started"]))
     m = meta["machine"]
     text = (
-        f"Command: `{meta['command']}` (git {meta['git']}, {when}). Machine: {m['host']}, {m['cpus']} cores, "
+        f"Command: `{meta['command']}` (git {meta['git']}{dirty_note(meta)}, {when}). Machine: {m['host']}, "
+        f"{m['cpus']} cores, "
         f"Python {m['python']}"
     )
     if "master" in meta:

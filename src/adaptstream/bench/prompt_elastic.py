@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import platform
 import shutil
 import signal
 import subprocess
@@ -286,7 +285,7 @@ def prompt_elastic_command(
 ) -> None:
     """Alg. 4 vs static peak / static mean / Spark dynamic allocation: on-time share and executor-seconds."""
     from adaptstream.allocation import ALLOCATORS
-    from adaptstream.bench.source import _git
+    from adaptstream.bench.meta import start_meta
     from adaptstream.connectors.traffic import TRAFFIC
     from adaptstream.errors import ConfigError
     from adaptstream.outdirs import report_dir
@@ -295,7 +294,7 @@ def prompt_elastic_command(
     from adaptstream.spark.session import build_spark
     from adaptstream.workloads import WORKLOADS
 
-    target = report_dir("bench-prompt-elastic", out, update_docs)
+    target = report_dir("bench-prompt-elastic", out, update_docs, report="prompt_elastic.json")
     signal.signal(signal.SIGTERM, _exit_on_term)  # a killed run still stops its cluster (finally blocks run)
     pats = [p.strip().lower() for p in patterns.split(",") if p.strip()]
     pols = [p.strip().lower() for p in policies.split(",") if p.strip()]
@@ -349,11 +348,7 @@ def prompt_elastic_command(
         else "this workload's key space does not grow with time (distinct keys per batch are in the JSON)",
     )
     meta: dict = {
-        "command": " ".join(["adaptstream", "bench", "prompt-elastic", *sys.argv[3:]]),
-        "git": _git(),
-        "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
-        "load_before": os.getloadavg(),
-        "started": time.time(),
+        **start_meta("bench", "prompt-elastic"),
         "config": a,
         "notes": [
             f"Sizing: {len(pats)} pattern(s) x {len(pols)} policies, {duration:g} s of input each, "

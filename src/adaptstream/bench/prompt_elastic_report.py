@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from adaptstream.bench.meta import dirty_note
+
 NAME = "prompt_elastic"
 POLICIES = ("prompt", "static_peak", "static_mean", "dynamic_allocation")
 ON_TIME_TARGET = 0.95  # share of batches with W <= 1 after the warm-up (issue #9)
@@ -183,7 +185,8 @@ def markdown(r: dict) -> str:
     lines = [
         "# Prompt's elasticity (Alg. 4) against static provisioning and Spark's dynamic allocation (Fig. 12 shape)",
         "",
-        f"Recorded run: `{m['command']}` at git `{m['git']}` on {m['machine']['host']} ({m['machine']['cpus']} "
+        f"Recorded run: `{m['command']}` at git `{m['git']}`{dirty_note(m)} "
+        f"on {m['machine']['host']} ({m['machine']['cpus']} "
         f"cores), {time.strftime('%Y-%m-%d %H:%M', time.gmtime(m['started']))} UTC, {m['wall_s'] / 60:.1f} min "
         f"wall; load average before {m['load_before'][0]:.2f} / after {m['load_after'][0]:.2f} / mean "
         f"{_fmt(m.get('load_mean'), '.2f')} (1-min load sampled every {c['load_sample_s']:g} s).",

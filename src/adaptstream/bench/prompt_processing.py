@@ -13,8 +13,6 @@ times R). The allocator's own time is measured inside the map tasks. Writes prom
 from __future__ import annotations
 
 import os
-import platform
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -128,14 +126,14 @@ def prompt_processing_command(
     master: Annotated[str, typer.Option(help="Spark master URL")] = "local[2]",
 ) -> None:
     """Reduce balance (max/mean reduce-task records and run time), hash vs Prompt Alg. 3, per z and input."""
+    from adaptstream.bench.meta import start_meta
     from adaptstream.bench.prompt_processing_report import write_report
-    from adaptstream.bench.source import _git
     from adaptstream.errors import ConfigError
     from adaptstream.outdirs import report_dir
     from adaptstream.partitioning import PARTITIONERS
     from adaptstream.spark.session import build_spark
 
-    target = report_dir("bench-prompt-processing", out, update_docs)
+    target = report_dir("bench-prompt-processing", out, update_docs, report="prompt_processing.json")
     zs = [float(x) for x in zipf.split(",") if x.strip()]
     ins = [x.strip() for x in inputs.split(",") if x.strip()]
     for name in ins:
@@ -154,11 +152,7 @@ def prompt_processing_command(
         "master": master,
     }
     meta = {
-        "command": " ".join(["adaptstream", "bench", "prompt-processing", *sys.argv[3:]]),
-        "git": _git(),
-        "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
-        "load_before": os.getloadavg(),
-        "started": time.time(),
+        **start_meta("bench", "prompt-processing"),
         "config": a,
     }
     work = Path(tempfile.mkdtemp(prefix="adaptstream-bench-pp-"))

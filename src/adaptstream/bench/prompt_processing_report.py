@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from adaptstream.bench.meta import targets_table
+from adaptstream.bench.meta import dirty_note, targets_table
 
 NAME = "prompt_processing"
 #: worker counts of the makespan projection (the issue's 8 and 16)
@@ -175,7 +175,8 @@ def write_report(r: dict, target: Path) -> None:
     lines = [
         "# Prompt's processing phase: reduce-bucket balance (Fig. 13 shape)",
         "",
-        f"Recorded run: `{m['command']}` at git `{m['git']}` on {m['machine']['host']} ({m['machine']['cpus']} "
+        f"Recorded run: `{m['command']}` at git `{m['git']}`{dirty_note(m)} "
+        f"on {m['machine']['host']} ({m['machine']['cpus']} "
         f"cores), {time.strftime('%Y-%m-%d %H:%M', time.gmtime(m['started']))} UTC; load average before "
         f"{m['load_before'][0]:.2f} / after {m['load_after'][0]:.2f} (the machine is shared: durations are noisy, "
         "record counts are exact).",

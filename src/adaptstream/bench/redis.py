@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -32,18 +30,11 @@ from typing import Annotated
 
 import typer
 
+from adaptstream.bench.meta import start_meta
+
 ROOT = Path(__file__).resolve().parents[3]
 PATHS = ("redis", "files")
 SECONDS = 20  # the rows are generated as this many one-second datasets
-
-
-def _git() -> str:
-    try:
-        return subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 class _Server:
@@ -215,14 +206,10 @@ def redis_command(
     from adaptstream.spark.session import build_spark
     from adaptstream.workloads.io import dataset_file_name, write_dataset
 
-    target = report_dir("bench-redis", out, update_docs)
+    target = report_dir("bench-redis", out, update_docs, report="redis.json")
     work = Path(tempfile.mkdtemp(prefix="adaptstream-bench-redis-"))
     meta = {
-        "command": " ".join(["adaptstream", "bench", "redis", *sys.argv[3:]]),
-        "git": _git(),
-        "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
-        "load_before": os.getloadavg(),
-        "started": time.time(),
+        **start_meta("bench", "redis"),
     }
     tables = _tables(rows)
     rows = sum(t.num_rows for t in tables)

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from adaptstream.bench.meta import dirty_note
 from adaptstream.bench.redis import PATHS, median
 
 LATENCY_BOUND_S = 5.0
@@ -92,7 +93,8 @@ def write_report(r: dict, target: Path) -> None:
     lines = [
         "# Redis Streams vs files: maximum sustainable rate of a pass-through query",
         "",
-        f"Recorded run: `{m['command']}` at git `{m['git']}` on {m['machine']['host']} ({m['machine']['cpus']} cores),"
+        f"Recorded run: `{m['command']}` at git `{m['git']}`{dirty_note(m)} "
+        f"on {m['machine']['host']} ({m['machine']['cpus']} cores),"
         f" {time.strftime('%Y-%m-%d %H:%M', time.localtime(m['started']))}, redis-server {m['redis_version']} on"
         f" 127.0.0.1 (scripts/redis.sh); load average before {m['load_before'][0]:.2f} / after"
         f" {m['load_after'][0]:.2f} (other work shared the machine: compare within this run only). Figures:"

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -26,6 +25,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from adaptstream.bench.meta import start_meta
 
 QUERIES = ("filter", "window")
 PATHS = ("spark-csv", "adaptstream", "adaptstream-driver")
@@ -254,15 +255,11 @@ def source_command(
     from adaptstream.outdirs import report_dir
     from adaptstream.spark.session import build_spark
 
-    target = report_dir("bench-source", out, update_docs)
+    target = report_dir("bench-source", out, update_docs, report="source.json")
     work = target / "work" if keep_data else Path(tempfile.mkdtemp(prefix="adaptstream-bench-source-"))
     data = work / "data"
     meta = {
-        "command": " ".join(["adaptstream", "bench", "source", *sys.argv[3:]]),
-        "git": _git(),
-        "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
-        "load_before": os.getloadavg(),
-        "started": time.time(),
+        **start_meta("bench", "source"),
     }
     typer.echo(f"bench source: writing {rows:,} Linear Road rows in {files} files under {data}")
     data_bytes = make_data(data, rows, files)
@@ -301,15 +298,6 @@ def source_command(
     if not keep_data:
         shutil.rmtree(work, ignore_errors=True)
     typer.echo(f"bench source: report in {target / 'source.md'}")
-
-
-def _git() -> str:
-    try:
-        return subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def median(runs: list[dict], key: str) -> float:

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from adaptstream.bench.meta import dirty_note
 from adaptstream.bench.source import PATHS, QUERIES, median
 
 
@@ -153,7 +154,8 @@ def write_report(r: dict, target: Path) -> None:
     lines = [
         "# Input path: adaptstream's source vs Spark's CSV file source",
         "",
-        f"Recorded run: `{m['command']}` at git `{m['git']}` on {m['machine']['host']} ({m['machine']['cpus']} cores),"
+        f"Recorded run: `{m['command']}` at git `{m['git']}`{dirty_note(m)} "
+        f"on {m['machine']['host']} ({m['machine']['cpus']} cores),"
         f" {time.strftime('%Y-%m-%d %H:%M', time.localtime(m['started']))}; load average before"
         f" {m['load_before'][0]:.2f} / after {m['load_after'][0]:.2f} (other work may share the machine: compare"
         " within this run only). Figures: `source.json` beside this file; this page and `source.png` are rebuilt from"

@@ -239,7 +239,7 @@ def evaluate(
     from adaptstream.bench.costmodel_eval import EvalConfig, run_evaluation
     from adaptstream.outdirs import report_dir
 
-    out = report_dir("costmodel-eval", out, update_docs)
+    out = report_dir("costmodel-eval", out, update_docs, report="costmodel.json")
 
     cfg = EvalConfig(
         corpus_dir=str(corpus),
@@ -319,7 +319,7 @@ def evaluate_real(
 
     from adaptstream.bench import costmodel_real_eval as ev
     from adaptstream.bench import costmodel_real_report as rep
-    from adaptstream.bench.meta import git_revision
+    from adaptstream.bench.meta import finish_meta, start_meta
     from adaptstream.costmodel.train import CLASSIFICATION
     from adaptstream.outdirs import report_dir
 
@@ -335,7 +335,7 @@ def evaluate_real(
     bad = [m for m in priors if m not in CLASSIFICATION]
     if bad:
         raise CostModelError(f"--class-prior takes {', '.join(CLASSIFICATION)} or none, got {', '.join(bad)}")
-    out = report_dir("costmodel-real", out, update_docs)
+    out = report_dir("costmodel-real", out, update_docs, report="costmodel_real.json")
     cfg = ev.RealEvalConfig(
         str(traces),
         str(sim_corpus),
@@ -349,8 +349,9 @@ def evaluate_real(
         stratify_failed=stratify_failed,
         class_prior=priors,
     )
+    meta = start_meta("costmodel", "eval-real")
     res = ev.run(cfg, models, log=console.print)
-    meta = {"git": git_revision(), "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    meta = finish_meta(meta) | {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(meta["started"]))}
     command = "adaptstream " + " ".join(sys.argv[1:])
     console.print(f"[green]report[/green] {rep.write(res, out, command, meta)}")
 
@@ -373,14 +374,15 @@ def repeatability(
     import time
 
     from adaptstream.bench import costmodel_repeat as rep
-    from adaptstream.bench.meta import git_revision
+    from adaptstream.bench.meta import finish_meta, start_meta
     from adaptstream.outdirs import report_dir
 
     if not traces.exists():
         raise CostModelError(f"no traces file {traces}; record repeats with `costmodel testbed-corpus --repeat`")
     res = rep.load(traces)
-    out = report_dir("costmodel-repeat", out, update_docs)
-    meta = {"git": git_revision(), "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    out = report_dir("costmodel-repeat", out, update_docs, report="costmodel_repeat.json")
+    meta = finish_meta(start_meta("costmodel", "repeatability"))
+    meta["when"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(meta["started"]))
     path = rep.write(res, out, "adaptstream " + " ".join(sys.argv[1:]), meta)
     for k, d in res["regression"].items():
         console.print(

@@ -22,10 +22,10 @@ OutDir = Annotated[
 UpdateDocs = Annotated[bool, typer.Option("--update-docs", help="regenerate the committed report in docs/results/")]
 
 
-def _out(bench: str, out: Path | None, update_docs: bool) -> Path:
+def _out(bench: str, out: Path | None, update_docs: bool, report: str | None = None) -> Path:
     from adaptstream.outdirs import report_dir
 
-    return report_dir(f"partitioning-{bench}", out, update_docs)
+    return report_dir(f"partitioning-{bench}", out, update_docs, report=report)
 
 
 def _csv(value: str) -> list[str]:
@@ -61,7 +61,7 @@ def _bench(bench: str, out: Path | None, update_docs: bool, master: str, report_
     from adaptstream.bench.partitioning_spark import stem
     from adaptstream.errors import ConfigError
 
-    out_dir = _out(bench, out, update_docs)
+    out_dir = _out(bench, out, update_docs, None if report_only else f"{stem(bench, master)}.json")
     if report_only:
         path = out_dir / f"{stem(bench, master)}.json"
         if not path.exists():

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from adaptstream.bench.costmodel_eval import EvalConfig, run_evaluation
+from adaptstream_bench.costmodel_eval import EvalConfig, run_evaluation
 
 QUICK = {
     "n_train": 3000,

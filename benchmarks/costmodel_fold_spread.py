@@ -25,17 +25,17 @@ from pathlib import Path
 
 import numpy as np
 
-from adaptstream.bench.costmodel_real_eval import (
+from adaptstream.costmodel.ensemble import CostEnsembles, MetricEnsemble
+from adaptstream.costmodel.train import GraphDataset, TrainConfig, canonical_metric, fine_tune, train_model
+from adaptstream_bench.costmodel_real_eval import (
     class_scores,
     load_real,
     query_folds,
     with_bp_rule,
     with_success_rule,
 )
-from adaptstream.bench.costmodel_real_fit import RealEvalConfig, split_queries
-from adaptstream.bench.meta import finish_meta, script_meta
-from adaptstream.costmodel.ensemble import CostEnsembles, MetricEnsemble
-from adaptstream.costmodel.train import GraphDataset, TrainConfig, canonical_metric, fine_tune, train_model
+from adaptstream_bench.costmodel_real_fit import RealEvalConfig, split_queries
+from adaptstream_bench.meta import finish_meta, script_meta
 
 
 def partition(

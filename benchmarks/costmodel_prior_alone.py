@@ -17,11 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from adaptstream.bench.costmodel_real_eval import class_scores, load_real, query_folds, with_bp_rule, with_success_rule
-from adaptstream.bench.costmodel_real_fit import RealEvalConfig
-from adaptstream.bench.meta import finish_meta, script_meta
 from adaptstream.costmodel.loadprior import FEATURES, LoadPrior
 from adaptstream.costmodel.train import GraphDataset
+from adaptstream_bench.costmodel_real_eval import class_scores, load_real, query_folds, with_bp_rule, with_success_rule
+from adaptstream_bench.costmodel_real_fit import RealEvalConfig
+from adaptstream_bench.meta import finish_meta, script_meta
 
 
 def out_of_fold(ds: GraphDataset, folds: np.ndarray, metric: str) -> dict:

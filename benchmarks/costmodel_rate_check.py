@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from adaptstream.bench.costmodel_real_eval import load_real
 from adaptstream.costmodel import rates
+from adaptstream_bench.costmodel_real_eval import load_real
 
 ROW_BINS = ((0, 5), (5, 20), (20, 10**12))
 

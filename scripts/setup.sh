@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install what adaptstream needs on a fresh machine: Java 17+ (apt, when run as root), then the package.
 #   scripts/setup.sh          runtime only (pyspark, pyarrow, ...)
-#   scripts/setup.sh --dev    + test tools, the cost model's PyTorch (CPU) and LightGBM, and Debian's redis-server
-#                             for the Redis Streams tests (scripts/redis.sh install; apt when run as root)
+#   scripts/setup.sh --dev    + test tools, the cost model's PyTorch (CPU) and LightGBM, Debian's redis-server
+#                             for the Redis Streams tests (scripts/redis.sh install; apt when run as root) and the
+#                             benchmark harness (benchmarks/, `adaptstream bench ...`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -28,4 +29,8 @@ if [ "${1:-}" = "--dev" ]; then
     || $PY -m pip install -q torch --index-url https://download.pytorch.org/whl/cpu
 fi
 $PY -m pip install -q -e ".${extras}"
+if [ "${1:-}" = "--dev" ]; then
+  # The benchmark harness (benchmarks/adaptstream_bench) is a package of its own, not part of the product.
+  $PY -m pip install -q --no-deps -e benchmarks
+fi
 echo "setup: ok ($(java -version 2>&1 | head -n1); $($PY -c 'import pyspark; print("pyspark", pyspark.__version__)'))"

@@ -25,7 +25,7 @@ from adaptstream.admission import ADMISSION
 from adaptstream.allocation import ALLOCATORS
 from adaptstream.connectors.traffic import TRAFFIC
 from adaptstream.elasticity import ELASTICITY
-from adaptstream.errors import AdaptstreamError, ConfigError
+from adaptstream.errors import AdaptstreamError, ConfigError, EnvironmentProblem
 from adaptstream.partitioning import PARTITIONERS
 from adaptstream.registry import Registry
 from adaptstream.scheduling import SCHEDULERS
@@ -414,17 +414,43 @@ def demo(
 
 def _register_subapps() -> None:
     """The policy families' own typer apps; `place` is also a top-level command, as the issue names it."""
-    from adaptstream.bench import app as bench_app
     from adaptstream.costmodel import cli as costmodel_cli
     from adaptstream.costmodel import cli_data as costmodel_data
     from adaptstream.partitioning import cli as partitioning_cli
 
-    app.add_typer(bench_app, name="bench", help="Benchmarks: our policies and Spark's behaviour side by side.")
     app.add_typer(partitioning_cli.app, name="partitioning", help="Skew-aware partitioners (Prompt, holistic).")
     for command in costmodel_data.app.registered_commands:
         costmodel_cli.app.registered_commands.append(command)
+    groups = {"partitioning": partitioning_cli.app, "costmodel": costmodel_cli.app}
+    if not _load_plugins(groups):
+        app.command(
+            "bench",
+            help=f"Benchmarks (not installed: {HARNESS_HINT}).",
+            context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+        )(_no_harness)
     app.add_typer(costmodel_cli.app, name="costmodel", help="Costream cost model and operator placement.")
     app.command("place", help="Choose an operator placement with the Costream cost model.")(costmodel_cli.place)
+
+
+HARNESS_HINT = "pip install -e benchmarks from a checkout of adaptstream, or scripts/setup.sh --dev"
+PLUGINS = "adaptstream.commands"
+
+
+def _load_plugins(groups: dict) -> bool:
+    """Commands of installed add-ons (the benchmark harness): each entry point of group ``adaptstream.commands``
+    is called with the root app and the command groups. True when one was loaded."""
+    from importlib.metadata import entry_points
+
+    loaded = False
+    for ep in entry_points(group=PLUGINS):
+        ep.load()(app, groups)
+        loaded = True
+    return loaded
+
+
+def _no_harness() -> None:
+    """The benchmarks are a separate package: say how to install it."""
+    raise EnvironmentProblem(f"the benchmark harness is not installed: {HARNESS_HINT}")
 
 
 _register_subapps()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adaptstream.bench.lmstream_load import backlog_grows, summarize_queries, targets
+from adaptstream_bench.lmstream_load import backlog_grows, summarize_queries, targets
 
 
 def _run(w: str, p: str, rate: int, holds: bool, thput: float = 1000.0, avg: float = 2.0, own: bool = True) -> dict:

@@ -7,16 +7,16 @@ import json
 
 import pytest
 
-from adaptstream.bench.prompt_elastic import da_conf, plans
-from adaptstream.bench.prompt_elastic_report import (
+from adaptstream.errors import ConfigError
+from adaptstream.runner import RunSpec, elastic_policy
+from adaptstream_bench.prompt_elastic import da_conf, plans
+from adaptstream_bench.prompt_elastic_report import (
     executor_seconds,
     policy_figures,
     run_figures,
     targets,
     write_report,
 )
-from adaptstream.errors import ConfigError
-from adaptstream.runner import RunSpec, elastic_policy
 
 T0 = 1_000_000.0
 
@@ -208,7 +208,7 @@ def test_elastic_params():
 
 
 def test_checks_say_whether_executors_lowered_w():
-    from adaptstream.bench.prompt_elastic_report import checks, complete
+    from adaptstream_bench.prompt_elastic_report import checks, complete
 
     meta = {"config": {"static_peak": 3, "static_mean": 2}}
     lowered = complete({**_doc([0.5] * 12, [(0, None)], [(0, None)] * 3, [0.5] * 12, [(0, None)]), "meta": meta})

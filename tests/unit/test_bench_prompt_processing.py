@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from adaptstream.bench.prompt_processing import stage_span_ms
-from adaptstream.bench.prompt_processing_report import lpt_makespan, projection
+from adaptstream_bench.prompt_processing import stage_span_ms
+from adaptstream_bench.prompt_processing_report import lpt_makespan, projection
 
 
 def test_lpt_makespan_on_hand_checked_cases():

@@ -301,7 +301,7 @@ def test_gpu_and_mixed_chains_equal_cpu(name):
 
 
 def test_bench_size_options_are_checked_before_anything_runs():
-    from adaptstream.bench.mapdevice import positive_ints
+    from adaptstream_bench.mapdevice import positive_ints
 
     assert positive_ints("4, 64,1024", "--sizes-kb") == (4, 64, 1024)
     for bad in ("abc", "0", "", "4,-1"):

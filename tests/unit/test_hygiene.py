@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,5 +29,29 @@ def test_ruff_format_is_clean() -> None:
 
 @pytest.mark.slow  # a cold mypy run takes about a minute
 def test_mypy_is_clean() -> None:
-    res = _run("mypy", "src")
+    res = _run("mypy")  # the files of pyproject.toml: the core and the benchmark harness
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+
+
+def test_the_core_imports_nothing_of_the_benchmark_harness() -> None:
+    """src/adaptstream is the product: the harness (benchmarks/adaptstream_bench) may import it, never the reverse,
+    and no benchmark or report writer lives inside it."""
+    core = ROOT / "src" / "adaptstream"
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in core.rglob("*.py")
+        if re.search(r"^\s*(from|import)\s+adaptstream_bench\b", p.read_text(), re.M)
+    ]
+    assert offenders == []
+    assert not (core / "bench").exists()
+
+
+def test_bench_without_the_harness_says_how_to_install_it() -> None:
+    code = (
+        "import importlib.metadata as m; m.entry_points = lambda **k: []\n"
+        "from adaptstream.cli import main; main(['bench', 'klink', '--queries', '4'])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "the benchmark harness is not installed: pip install -e benchmarks" in done.stderr
+    assert "Traceback" not in done.stderr

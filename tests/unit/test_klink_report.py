@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from adaptstream.bench.klink_report import saturation_n, targets, write_report
+from adaptstream_bench.klink_report import saturation_n, targets, write_report
 
 
 def _run(policy: str, n: int, mean: float, p99: float) -> dict:
@@ -132,8 +132,8 @@ def test_policy_specs_parse_names_and_numbers():
 
     import pytest
 
-    from adaptstream.bench.klink import parse_policy
     from adaptstream.errors import ConfigError
+    from adaptstream_bench.klink import parse_policy
 
     assert parse_policy("klink") == ("klink", ())
     name, params = parse_policy("klink:hold=inf;slots=2")
@@ -144,7 +144,7 @@ def test_policy_specs_parse_names_and_numbers():
 
 
 def test_repeats_pool_windows_sum_counters_and_show_the_spread(tmp_path):
-    from adaptstream.bench.klink import merge_repeats
+    from adaptstream_bench.klink import merge_repeats
 
     a = {**_run("klink", 4, 4.0, 6.0), "latencies": [4.0] * 8, "batches": 10, "workload_latencies": {"YSB": [4.0] * 8}}
     a["controller"] = {"requests": 10, "decisions": 4, "cpu_seconds": 0.004, "holds": 1, "selectivity": {"q": 0.1}}
@@ -169,7 +169,7 @@ def test_repeats_pool_windows_sum_counters_and_show_the_spread(tmp_path):
 
 
 def test_repeats_pool_the_latency_breakdown_by_windows_and_the_report_shows_it(tmp_path):
-    from adaptstream.bench.klink import merge_repeats
+    from adaptstream_bench.klink import merge_repeats
 
     part = {"input": 3.0, "batch": 0.5, "emit": 0.4}
     a = {**_run("klink", 4, 4.0, 6.0), "breakdown": {"windows": 8, "wait": 1.0, **part}}
@@ -210,7 +210,7 @@ def test_report_counts_every_repeated_run(tmp_path):
 def test_a_repetition_starts_only_when_a_whole_one_fits_the_budget():
     """Every policy at an N ends with the same number of runs: a partial repetition would pool an extra, later
     (slower) run for the first policies of the order only."""
-    from adaptstream.bench.klink import rep_fits
+    from adaptstream_bench.klink import rep_fits
 
     assert rep_fits(0.0, None, 60.0)  # the first repetition starts (its runs are checked one by one)
     assert not rep_fits(61.0, None, 60.0)  # the budget is spent

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from adaptstream.bench.meta import finish_meta, sample_load, start_meta
-from adaptstream.bench.partitioning import render
-from adaptstream.bench.partitioning_spark import stem
-from adaptstream.bench.partitioning_spark_report import blocks_targets, rate_targets
+from adaptstream_bench.meta import finish_meta, sample_load, start_meta
+from adaptstream_bench.partitioning import render
+from adaptstream_bench.partitioning_spark import stem
+from adaptstream_bench.partitioning_spark_report import blocks_targets, rate_targets
 
 
 def _meta(master: str = "local[2]") -> dict:
@@ -85,7 +85,7 @@ def test_report_is_rendered_from_json_only(tmp_path):
 
 
 def test_pure_benchmarks_record_their_run_and_rerender_identically(tmp_path):
-    from adaptstream.bench.partitioning import bench_cost, bench_metrics
+    from adaptstream_bench.partitioning import bench_cost, bench_metrics
 
     for md in (bench_metrics(rows=2000, num_blocks=4, out_dir=tmp_path), bench_cost(2000, [4], out_dir=tmp_path)):
         data = json.loads(md.with_suffix(".json").read_text())

@@ -82,7 +82,7 @@ def test_comparison_report_has_ratios_and_plots(tmp_path):
 
 
 def test_bounded_rate_criterion(tmp_path):
-    from adaptstream.bench.lmstream import bounded, latency_growth
+    from adaptstream_bench.lmstream import bounded, latency_growth
 
     def result(name, max_lats):
         batches = [(10.0 * i + lat - 0.5, 10.0 * i + lat, [10.0 * i]) for i, lat in enumerate(max_lats)]

@@ -1,6 +1,6 @@
 """Every report JSON under docs/results names the one invocation it comes from (issue #55).
 
-A report's ``meta`` must hold :data:`adaptstream.bench.meta.REQUIRED`, written by the benchmark itself, and the
+A report's ``meta`` must hold :data:`adaptstream_bench.meta.REQUIRED`, written by the benchmark itself, and the
 JSON a ``targets`` list (empty for a report that judges nothing). Reports recorded before the benchmarks wrote a
 complete meta are listed in :data:`RECORDED_WITHOUT_META` with what they lack; the list may only shrink: a listed
 report that is re-run (and so complete) fails the test until its line is removed, an unlisted one that is
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from adaptstream.bench.meta import REQUIRED, finish_meta, missing, start_meta
 from adaptstream.errors import ConfigError
 from adaptstream.outdirs import report_dir
+from adaptstream_bench.meta import REQUIRED, finish_meta, missing, start_meta
 
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 

@@ -293,7 +293,7 @@ def _failed_to_rerun(out: Path, stem: str, duration: float, among: list[int]) ->
 def _pairs_of_types(seed: int, first_query: int, n: int, types: str) -> list[int]:
     """Trace indices (pairs 2k, 2k+1: the corpus' with first_query 0, Exp. 2's) whose query, first_query + k, has
     one of the types: a base type (any variant) or a full one such as 3-way-join+agg."""
-    from adaptstream.bench.costmodel_real_eval import BASE_TYPES, base_type
+    from adaptstream.costmodel.generate import BASE_TYPES, base_type
     from adaptstream.costmodel.testbed.corpus import query_for
     from adaptstream.costmodel.testbed.placement import realise
     from adaptstream.errors import ConfigError

@@ -39,6 +39,15 @@ GROUP_BY_TYPES = ("int", "str", "double", "none")
 
 # --- Sec. VI workload mix ---------------------------------------------------------------------------------
 QUERY_SHAPES = (("linear", 0.35), ("2-way-join", 0.34), ("3-way-join", 0.31))
+#: the query types without their "+agg" variant
+BASE_TYPES = tuple(shape for shape, _ in QUERY_SHAPES)
+
+
+def base_type(qtype: str) -> str:
+    """``3-way-join+agg`` -> ``3-way-join``."""
+    return qtype.split("+")[0]
+
+
 N_FILTERS = ((1, 0.35), (2, 0.34), (3, 0.24), (4, 0.07))  # paper: 35/34/24/6 (rounded; 7 makes it sum to 1)
 P_AGGREGATION = 0.5
 

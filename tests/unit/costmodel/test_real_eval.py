@@ -16,9 +16,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from adaptstream.bench import costmodel_real_eval as ev
-from adaptstream.bench import costmodel_real_fit as fit
-from adaptstream.bench import costmodel_real_report as rep
 from adaptstream.costmodel.cli_data import _load_chooser
 from adaptstream.costmodel.ensemble import CostEnsembles
 from adaptstream.costmodel.generate import initial_placement, placement_violations
@@ -27,6 +24,9 @@ from adaptstream.costmodel.testbed.corpus import chosen_placer, query_for
 from adaptstream.costmodel.testbed.placement import realise
 from adaptstream.costmodel.train import GraphDataset
 from adaptstream.errors import CostModelError
+from adaptstream_bench import costmodel_real_eval as ev
+from adaptstream_bench import costmodel_real_fit as fit
+from adaptstream_bench import costmodel_real_report as rep
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "costmodel" / "train_sample.jsonl"
 HOSTS = [Host("h0", 25, 1280, 4, 0.03, "small"), Host("h1", 150, 2560, 200, 0.03, "large")]

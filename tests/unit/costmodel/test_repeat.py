@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from adaptstream.bench import costmodel_real_eval as ev
-from adaptstream.bench import costmodel_repeat as rep
 from adaptstream.costmodel.model import Labels, Trace, read_traces, write_traces
 from adaptstream.errors import CostModelError
+from adaptstream_bench import costmodel_real_eval as ev
+from adaptstream_bench import costmodel_repeat as rep
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "costmodel" / "train_sample.jsonl"
 

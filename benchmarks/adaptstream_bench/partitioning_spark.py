@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from adaptstream.bench.meta import sample_load, start_meta
-from adaptstream.bench.partitioning import warm_partitioners, write_json
 from adaptstream.partitioning import build_partitioner, key_hash
 from adaptstream.partitioning.metrics import batch_report
 from adaptstream.workloads.partition_workloads import get_workload, synd, to_arrow
+from adaptstream_bench.meta import sample_load, start_meta
+from adaptstream_bench.partitioning import warm_partitioners, write_json
 
 
 def stem(bench: str, master: str) -> str:

@@ -30,7 +30,14 @@ from typing import Any
 
 import numpy as np
 
-from adaptstream.bench.costmodel_real_fit import (
+from adaptstream.costmodel.ensemble import CostEnsembles
+from adaptstream.costmodel.generate import BASE_TYPES, base_type
+from adaptstream.costmodel.model import Trace, query_key, read_traces
+from adaptstream.costmodel.qerror import balanced_accuracy, q_summary
+from adaptstream.costmodel.testbed.bprules import LATEST, RULES, recorded_rule, verdict
+from adaptstream.costmodel.train import METRICS, REGRESSION, SHORT, GraphDataset, TrainConfig
+from adaptstream.errors import CostModelError
+from adaptstream_bench.costmodel_real_fit import (
     BOTH,
     CANDIDATES,
     PARTITION_STRIDE,
@@ -47,17 +54,10 @@ from adaptstream.bench.costmodel_real_fit import (
     slice_strata,
     split_queries,
 )
-from adaptstream.bench.meta import load_range
-from adaptstream.costmodel.ensemble import CostEnsembles
-from adaptstream.costmodel.model import Trace, query_key, read_traces
-from adaptstream.costmodel.qerror import balanced_accuracy, q_summary
-from adaptstream.costmodel.testbed.bprules import LATEST, RULES, recorded_rule, verdict
-from adaptstream.costmodel.train import METRICS, REGRESSION, SHORT, GraphDataset, TrainConfig
-from adaptstream.errors import CostModelError
+from adaptstream_bench.meta import load_range
 
 Log = Callable[[str], None]
 MODELS = ("sim_zero_shot", "sim_fine_tuned", "real_only", "both_gnns", "selected", "flat_real")
-BASE_TYPES = ("linear", "2-way-join", "3-way-join")
 DIAG = "_fit_diagnostics"  # _fit_fold's entry with the real-only members' training record, not a model
 SUCCESS_RULES = ("rerun", "run")  # how a corpus trace's success label is judged (with_success_rule)
 
@@ -71,10 +71,6 @@ def feature_signature() -> str:
 
     sig = [NUMERIC, CATEGORICAL, {"rates": VERSION}]
     return hashlib.sha256(json.dumps(sig, sort_keys=True).encode()).hexdigest()[:12]
-
-
-def base_type(qtype: str) -> str:
-    return qtype.split("+")[0]
 
 
 def load_real(path: str | Path) -> tuple[list[Trace], list[Trace], dict[str, Trace]]:

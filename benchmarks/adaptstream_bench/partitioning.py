@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from adaptstream.bench.meta import describe, finish_meta, sample_load, start_meta
 from adaptstream.partitioning import MAIN_NAMES, build_partitioner, key_hash
 from adaptstream.partitioning.metrics import batch_report
 from adaptstream.workloads.partition_workloads import (
@@ -28,6 +27,7 @@ from adaptstream.workloads.partition_workloads import (
     to_arrow,
     zipf_keys,
 )
+from adaptstream_bench.meta import describe, finish_meta, sample_load, start_meta
 
 RESULTS = Path("docs/results")
 
@@ -214,7 +214,7 @@ def write_json(data: dict[str, Any], json_path: Path, finished: bool = True) -> 
 
 def render(json_path: Path) -> Path:
     """Re-render any partitioning report from its JSON (``--report-only``)."""
-    from adaptstream.bench import partitioning_spark_report as spark_report
+    from adaptstream_bench import partitioning_spark_report as spark_report
 
     data = json.loads(json_path.read_text())
     renderers = {

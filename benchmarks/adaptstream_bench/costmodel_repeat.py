@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from adaptstream.bench.meta import dirty_note, load_range, load_text
 from adaptstream.costmodel.model import Trace, read_traces
 from adaptstream.costmodel.qerror import balanced_accuracy, q_errors
 from adaptstream.costmodel.testbed.bprules import LATEST, RULES, recorded_rule, verdict
 from adaptstream.errors import CostModelError
+from adaptstream_bench.meta import dirty_note, load_range, load_text
 
 REG = {"T": "throughput", "Le": "e2e_latency_ms", "Lp": "proc_latency_ms"}
 CLS = {"R_O": "backpressure", "S": "success"}

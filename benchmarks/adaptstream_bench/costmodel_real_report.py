@@ -7,9 +7,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from adaptstream.bench.costmodel_real_eval import BASE_TYPES, MODELS
-from adaptstream.bench.meta import dirty_note, load_text
 from adaptstream.costmodel.train import METRICS, SHORT
+from adaptstream_bench.costmodel_real_eval import BASE_TYPES, MODELS
+from adaptstream_bench.meta import dirty_note, load_text
 
 SHORTS = tuple(SHORT[m] for m in METRICS)
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from adaptstream.bench.meta import describe
-from adaptstream.bench.partitioning import md_table
+from adaptstream_bench.meta import describe
+from adaptstream_bench.partitioning import md_table
 
 
 def _plt() -> Any:

@@ -1,6 +1,6 @@
 """Report of ``adaptstream bench mapdevice``: Markdown + PNG from the recorded JSON (and only from it).
 
-``python -m adaptstream.bench.mapdevice_report DIR`` rebuilds the Markdown and the plot from DIR/mapdevice.json.
+``python -m adaptstream_bench.mapdevice_report DIR`` rebuilds the Markdown and the plot from DIR/mapdevice.json.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from adaptstream.bench.meta import describe, targets_table
+from adaptstream_bench.meta import describe, targets_table
 
 NAME = "mapdevice"
 WARMUP = 2  # first batches of a stream run not judged (MapDevice's regression has no history yet)

@@ -1,7 +1,7 @@
 """Report of ``adaptstream bench prompt-elastic``: per-policy figures, targets, Markdown and PNG timelines, all
 computed from the recorded runs in the JSON (and only from them).
 
-``python -m adaptstream.bench.prompt_elastic_report DIR`` rebuilds the figures, the Markdown and the plots from
+``python -m adaptstream_bench.prompt_elastic_report DIR`` rebuilds the figures, the Markdown and the plots from
 ``DIR/prompt_elastic.json``.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from adaptstream.bench.meta import dirty_note
+from adaptstream_bench.meta import dirty_note
 
 NAME = "prompt_elastic"
 POLICIES = ("prompt", "static_peak", "static_mean", "dynamic_allocation")

@@ -30,9 +30,9 @@ from typing import Annotated
 
 import typer
 
-from adaptstream.bench.meta import start_meta
+from adaptstream_bench.meta import start_meta
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]  # the repository: benchmarks/adaptstream_bench/<file>
 PATHS = ("redis", "files")
 SECONDS = 20  # the rows are generated as this many one-second datasets
 
@@ -273,7 +273,7 @@ def redis_command(
         redis_version=server_version,
     )
     result = {"meta": meta, "producer": producer, "drain": drains, "live": lives}
-    from adaptstream.bench.redis_report import write_report
+    from adaptstream_bench.redis_report import write_report
 
     write_report(result, target)
     shutil.rmtree(work, ignore_errors=True)

@@ -1,6 +1,6 @@
 """Report of ``adaptstream bench redis``: Markdown + PNG from the recorded JSON (and only from it).
 
-``python -m adaptstream.bench.redis_report DIR`` rebuilds redis.md and redis.png from DIR/redis.json.
+``python -m adaptstream_bench.redis_report DIR`` rebuilds redis.md and redis.png from DIR/redis.json.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from adaptstream.bench.meta import dirty_note
-from adaptstream.bench.redis import PATHS, median
+from adaptstream_bench.meta import dirty_note
+from adaptstream_bench.redis import PATHS, median
 
 LATENCY_BOUND_S = 5.0
 
@@ -99,7 +99,7 @@ def write_report(r: dict, target: Path) -> None:
         f" 127.0.0.1 (scripts/redis.sh); load average before {m['load_before'][0]:.2f} / after"
         f" {m['load_after'][0]:.2f} (other work shared the machine: compare within this run only). Figures:"
         " `redis.json` beside this file; this page and `redis.png` are rebuilt from it with"
-        " `python -m adaptstream.bench.redis_report DIR`.",
+        " `python -m adaptstream_bench.redis_report DIR`.",
         "",
         f"Sizing: {m['rows']:,} Linear Road rows (20 one-second datasets of the generator), so that one invocation"
         " stays within a few minutes on a shared 2-core machine. Query: `Spd >= 0` into a noop sink through"

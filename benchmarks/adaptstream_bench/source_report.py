@@ -1,6 +1,6 @@
 """Report of ``adaptstream bench source``: Markdown + PNG from the recorded JSON (and only from it).
 
-``python -m adaptstream.bench.source_report DIR`` rebuilds source.md and source.png from DIR/source.json.
+``python -m adaptstream_bench.source_report DIR`` rebuilds source.md and source.png from DIR/source.json.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from adaptstream.bench.meta import dirty_note
-from adaptstream.bench.source import PATHS, QUERIES, median
+from adaptstream_bench.meta import dirty_note
+from adaptstream_bench.source import PATHS, QUERIES, median
 
 
 def targets(r: dict) -> list[tuple[str, str, str, bool | None]]:
@@ -159,7 +159,7 @@ def write_report(r: dict, target: Path) -> None:
         f" {time.strftime('%Y-%m-%d %H:%M', time.localtime(m['started']))}; load average before"
         f" {m['load_before'][0]:.2f} / after {m['load_after'][0]:.2f} (other work may share the machine: compare"
         " within this run only). Figures: `source.json` beside this file; this page and `source.png` are rebuilt from"
-        " it with `python -m adaptstream.bench.source_report DIR`.",
+        " it with `python -m adaptstream_bench.source_report DIR`.",
         "",
         f"Data: {m['rows']:,} Linear Road rows in {m['files']} CSV files ({m['data_bytes'] / 2**20:.0f} MiB). Each run"
         " drains the directory with `Trigger.AvailableNow`, 10 files per micro-batch, into a noop sink. Paths:"

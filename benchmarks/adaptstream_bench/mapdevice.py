@@ -202,9 +202,9 @@ def mapdevice_command(
     rows: Annotated[str, typer.Option(help="rows per partition of the stream runs")] = ",".join(map(str, STREAM_ROWS)),
 ) -> None:
     """MapDevice vs all-CPU vs all-GPU: a data-size sweep (Fig. 5 shape) and the Table III chains batch after batch."""
-    from adaptstream.bench.mapdevice_report import write_report
-    from adaptstream.bench.meta import finish_meta, sample_load, start_meta
     from adaptstream.outdirs import report_dir
+    from adaptstream_bench.mapdevice_report import write_report
+    from adaptstream_bench.meta import finish_meta, sample_load, start_meta
 
     target = report_dir("bench-mapdevice", out, update_docs, report="mapdevice.json")
     sizes = positive_ints(sizes_kb, "--sizes-kb")

@@ -20,9 +20,9 @@ import numpy as np
 import typer
 from rich.console import Console
 
-from adaptstream.bench.lmstream import ALL_WORKLOADS
-from adaptstream.bench.meta import describe_run, start_meta
 from adaptstream.runner import RunResult, RunSpec
+from adaptstream_bench.lmstream import ALL_WORKLOADS
+from adaptstream_bench.meta import describe_run, start_meta
 
 POLICIES = ("lmstream", "asap", "fixed")
 TRIGGER = 10.0  # fixed's interval (the paper's Baseline)

@@ -299,13 +299,13 @@ def klink_command(
 ) -> None:
     """Output latency of N concurrent windowed queries (YSB by default; --workloads mixes in DEBS 2015 and the
     Table III queries) under every scheduler (Klink Fig. 6a/6b, 9c/9d shapes)."""
-    from adaptstream.bench.klink_report import write_report
-    from adaptstream.bench.meta import start_meta
     from adaptstream.errors import ConfigError
     from adaptstream.outdirs import report_dir
     from adaptstream.scheduling import build_scheduler
     from adaptstream.spark.session import build_spark
     from adaptstream.workloads import GENERATORS, WORKLOADS
+    from adaptstream_bench.klink_report import write_report
+    from adaptstream_bench.meta import start_meta
 
     if report_only:
         if out is None and not update_docs:

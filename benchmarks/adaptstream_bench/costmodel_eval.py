@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from adaptstream.bench.meta import finish_meta, start_meta
 from adaptstream.costmodel.corpus import load_corpus, load_traces
 from adaptstream.costmodel.ensemble import CostEnsembles, train_ensembles
 from adaptstream.costmodel.features import FeatureStats
@@ -37,6 +36,7 @@ from adaptstream.costmodel.train import (
     train_model,
 )
 from adaptstream.errors import CostModelError
+from adaptstream_bench.meta import finish_meta, start_meta
 
 Log = Callable[[str], None]
 
@@ -514,7 +514,7 @@ def run_evaluation(cfg: EvalConfig, log: Log = print) -> dict[str, Any]:
     todo = list(cfg.experiments)
     if needs_main & set(todo) and "exp1" not in todo:
         todo.insert(0, "exp1")
-    from adaptstream.bench.costmodel_report import write_report
+    from adaptstream_bench.costmodel_report import write_report
 
     for name in todo:
         t1 = time.perf_counter()

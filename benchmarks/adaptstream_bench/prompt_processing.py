@@ -126,12 +126,12 @@ def prompt_processing_command(
     master: Annotated[str, typer.Option(help="Spark master URL")] = "local[2]",
 ) -> None:
     """Reduce balance (max/mean reduce-task records and run time), hash vs Prompt Alg. 3, per z and input."""
-    from adaptstream.bench.meta import start_meta
-    from adaptstream.bench.prompt_processing_report import write_report
     from adaptstream.errors import ConfigError
     from adaptstream.outdirs import report_dir
     from adaptstream.partitioning import PARTITIONERS
     from adaptstream.spark.session import build_spark
+    from adaptstream_bench.meta import start_meta
+    from adaptstream_bench.prompt_processing_report import write_report
 
     target = report_dir("bench-prompt-processing", out, update_docs, report="prompt_processing.json")
     zs = [float(x) for x in zipf.split(",") if x.strip()]

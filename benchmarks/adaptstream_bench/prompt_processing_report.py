@@ -1,6 +1,6 @@
 """Report of ``adaptstream bench prompt-processing``: Markdown + PNG from the recorded JSON (and only from it).
 
-``python -m adaptstream.bench.prompt_processing_report DIR`` rebuilds the Markdown and the plot from the JSON.
+``python -m adaptstream_bench.prompt_processing_report DIR`` rebuilds the Markdown and the plot from the JSON.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from adaptstream.bench.meta import dirty_note, targets_table
+from adaptstream_bench.meta import dirty_note, targets_table
 
 NAME = "prompt_processing"
 #: worker counts of the makespan projection (the issue's 8 and 16)

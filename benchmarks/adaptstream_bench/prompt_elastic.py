@@ -29,10 +29,10 @@ from typing import Annotated, Any
 
 import typer
 
-from adaptstream.bench.prompt_elastic_report import POLICIES, run_figures, write_report
+from adaptstream_bench.prompt_elastic_report import POLICIES, run_figures, write_report
 
 PATTERNS = ("sinusoidal", "step")
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]  # the repository: benchmarks/adaptstream_bench/<file>
 
 
 class LoadSampler:
@@ -285,7 +285,6 @@ def prompt_elastic_command(
 ) -> None:
     """Alg. 4 vs static peak / static mean / Spark dynamic allocation: on-time share and executor-seconds."""
     from adaptstream.allocation import ALLOCATORS
-    from adaptstream.bench.meta import start_meta
     from adaptstream.connectors.traffic import TRAFFIC
     from adaptstream.errors import ConfigError
     from adaptstream.outdirs import report_dir
@@ -293,6 +292,7 @@ def prompt_elastic_command(
     from adaptstream.spark.pane import pane_spec
     from adaptstream.spark.session import build_spark
     from adaptstream.workloads import WORKLOADS
+    from adaptstream_bench.meta import start_meta
 
     target = report_dir("bench-prompt-elastic", out, update_docs, report="prompt_elastic.json")
     signal.signal(signal.SIGTERM, _exit_on_term)  # a killed run still stops its cluster (finally blocks run)
@@ -371,7 +371,9 @@ def prompt_elastic_command(
         ],
     }
     work = Path(tempfile.mkdtemp(prefix="adaptstream-bench-elastic-"))
-    pkg_parent = str(Path(__file__).resolve().parents[2])  # executors import this adaptstream, not another
+    import adaptstream
+
+    pkg_parent = str(Path(adaptstream.__file__).resolve().parents[1])  # executors import this adaptstream
     base_conf = {
         "spark.executor.memory": executor_memory,
         "spark.executor.cores": "1",

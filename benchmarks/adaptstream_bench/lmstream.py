@@ -19,8 +19,8 @@ import numpy as np
 import typer
 from rich.console import Console
 
-from adaptstream.bench.meta import describe_run, finish_meta, start_meta
 from adaptstream.runner import RunResult, RunSpec
+from adaptstream_bench.meta import describe_run, finish_meta, start_meta
 
 POLICIES = ("lmstream", "fixed", "asap")
 ALL_WORKLOADS = ("LR1S", "LR1T", "LR2S", "CM1S", "CM1T", "CM2S")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from adaptstream.bench.meta import dirty_note
+from adaptstream_bench.meta import dirty_note
 
 POLICY_ORDER = ("default", "fair", "rr", "fcfs", "hr", "sbox", "klink")
 BASELINES = ("fair", "rr", "fcfs", "hr", "sbox")  # Klink Sec. 6.1.3, besides default (its own targets)

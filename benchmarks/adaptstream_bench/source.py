@@ -26,11 +26,11 @@ from typing import Annotated
 
 import typer
 
-from adaptstream.bench.meta import start_meta
+from adaptstream_bench.meta import start_meta
 
 QUERIES = ("filter", "window")
 PATHS = ("spark-csv", "adaptstream", "adaptstream-driver")
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]  # the repository: benchmarks/adaptstream_bench/<file>
 
 
 # -- data -----------------------------------------------------------------------------------------------------
@@ -292,7 +292,7 @@ def source_command(
         reps=reps,
     )
     result = {"meta": meta, "local": local, "backlog": backlog, "cluster": cluster}
-    from adaptstream.bench.source_report import write_report
+    from adaptstream_bench.source_report import write_report
 
     write_report(result, target)
     if not keep_data:

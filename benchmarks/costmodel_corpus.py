@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from adaptstream.costmodel.corpus import trace_for
-from adaptstream.costmodel.simulator import SimConfig
+from adaptstream_bench.costmodel.simcorpus import trace_for
+from adaptstream_bench.costmodel.simulator import SimConfig
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "results" / "costmodel_corpus.md"
 

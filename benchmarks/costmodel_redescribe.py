@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 from adaptstream.costmodel.model import read_traces, write_traces
-from adaptstream.costmodel.testbed.corpus import redescribe
 from adaptstream.errors import CostModelError
+from adaptstream_bench.costmodel.testbed.corpus import redescribe
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import time
 
-from adaptstream.costmodel.corpus import build_corpus
+from adaptstream_bench.costmodel.simcorpus import build_corpus
 
 if __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 40_000

@@ -1,6 +1,6 @@
-"""Measure per-tuple operator costs on this machine; writes src/adaptstream/costmodel/calibration.json.
+"""Measure per-tuple operator costs on this machine; writes benchmarks/adaptstream_bench/costmodel/calibration.json.
 
-The simulated edge-cloud testbed (adaptstream.costmodel.simulator) charges CPU per tuple. The costs are taken
+The simulated edge-cloud testbed (adaptstream_bench.costmodel.simulator) charges CPU per tuple. The costs are taken
 from a tuple-at-a-time reference implementation in plain Python timed here on one core (= 100% cpu in Table I
 terms): a tuple is a Python tuple of `width` mixed int/str/double values; every operator receives it through a
 queue hand-off (`handoff`: deque; `thread_handoff`: queue.Queue between two threads = co-located
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-OUT = Path(__file__).resolve().parents[1] / "src" / "adaptstream" / "costmodel" / "calibration.json"
+OUT = Path(__file__).resolve().parents[1] / "benchmarks" / "adaptstream_bench" / "costmodel" / "calibration.json"
 WIDTHS = (3, 6, 10, 20)
 N = 20_000
 REPEATS = 5

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import time
 
-from adaptstream.costmodel.realtraces import record_real
+from adaptstream_bench.costmodel.realtraces import record_real
 
 if __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 20

@@ -28,8 +28,10 @@ app.command("mapdevice")(mapdevice_command)
 def register(root: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     """Add `bench`, `partitioning bench` and the cost model's evaluations to the core CLI."""
     from adaptstream_bench import costmodel_cli, partitioning_cli
+    from adaptstream_bench.costmodel import data_cli
 
     root.add_typer(app, name="bench", help="Benchmarks: our policies and Spark's behaviour side by side.")
     groups["partitioning"].add_typer(partitioning_cli.bench_app, name="bench")
     for name, fn in costmodel_cli.COMMANDS:
         groups["costmodel"].command(name)(fn)
+    groups["costmodel"].registered_commands.extend(data_cli.app.registered_commands)

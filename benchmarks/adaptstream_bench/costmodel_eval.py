@@ -225,7 +225,7 @@ def _bin(v: float, edges: Sequence[float]) -> str:
 
 
 def _simulate(trace: Any, seed: int):
-    from adaptstream.costmodel.simulator import simulate_labels
+    from adaptstream_bench.costmodel.simulator import simulate_labels
 
     return simulate_labels(trace, seed=seed)
 

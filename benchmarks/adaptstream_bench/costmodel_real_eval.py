@@ -34,9 +34,9 @@ from adaptstream.costmodel.ensemble import CostEnsembles
 from adaptstream.costmodel.generate import BASE_TYPES, base_type
 from adaptstream.costmodel.model import Trace, query_key, read_traces
 from adaptstream.costmodel.qerror import balanced_accuracy, q_summary
-from adaptstream.costmodel.testbed.bprules import LATEST, RULES, recorded_rule, verdict
 from adaptstream.costmodel.train import METRICS, REGRESSION, SHORT, GraphDataset, TrainConfig
 from adaptstream.errors import CostModelError
+from adaptstream_bench.costmodel.testbed.bprules import LATEST, RULES, recorded_rule, verdict
 from adaptstream_bench.costmodel_real_fit import (
     BOTH,
     CANDIDATES,

@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 
 from adaptstream.costmodel.ensemble import CostEnsembles, MetricEnsemble
-from adaptstream.costmodel.testbed.bprules import LATEST
 from adaptstream.costmodel.train import (
     CLASSIFICATION,
     METRICS,
@@ -22,6 +21,7 @@ from adaptstream.costmodel.train import (
     validation_score,
 )
 from adaptstream.errors import CostModelError
+from adaptstream_bench.costmodel.testbed.bprules import LATEST
 
 #: the GNNs the per-metric choice picks from, in order of preference on a tie (the fine-tuned one was named by the
 #: targets before the choice existed)

@@ -27,8 +27,8 @@ import numpy as np
 
 from adaptstream.costmodel.model import Trace, read_traces
 from adaptstream.costmodel.qerror import balanced_accuracy, q_errors
-from adaptstream.costmodel.testbed.bprules import LATEST, RULES, recorded_rule, verdict
 from adaptstream.errors import CostModelError
+from adaptstream_bench.costmodel.testbed.bprules import LATEST, RULES, recorded_rule, verdict
 from adaptstream_bench.meta import dirty_note, load_range, load_text
 
 REG = {"T": "throughput", "Le": "e2e_latency_ms", "Lp": "proc_latency_ms"}

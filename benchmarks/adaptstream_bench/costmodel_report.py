@@ -158,7 +158,7 @@ def write_report(
         f"other jobs were running. Total wall time {timings.get('total', 0) / 60:.1f} min.",
         "",
         "**All corpus labels are SIMULATED**: they come from the simulated edge-cloud testbed "
-        "(`adaptstream.costmodel.simulator`, see docs/costmodel-data.md), not from a real cluster. "
+        "(`adaptstream_bench.costmodel.simulator`, see docs/costmodel-data.md), not from a real cluster. "
         "Exp. 2 re-runs "
         "chosen placements in the same simulated testbed. Only the last section uses measured (real) traces. "
         "Paper figures are from Costream (Heinrich et al., arXiv:2403.08444) and were measured on a real "

@@ -415,12 +415,9 @@ def demo(
 def _register_subapps() -> None:
     """The policy families' own typer apps; `place` is also a top-level command, as the issue names it."""
     from adaptstream.costmodel import cli as costmodel_cli
-    from adaptstream.costmodel import cli_data as costmodel_data
     from adaptstream.partitioning import cli as partitioning_cli
 
     app.add_typer(partitioning_cli.app, name="partitioning", help="Skew-aware partitioners (Prompt, holistic).")
-    for command in costmodel_data.app.registered_commands:
-        costmodel_cli.app.registered_commands.append(command)
     groups = {"partitioning": partitioning_cli.app, "costmodel": costmodel_cli.app}
     if not _load_plugins(groups):
         app.command(

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from adaptstream.costmodel.testbed import system
-from adaptstream.costmodel.testbed.cluster import Testbed
-from adaptstream.costmodel.testbed.hosts import HostSpec, parse_hosts
 from adaptstream.errors import EnvironmentProblem
+from adaptstream_bench.costmodel.testbed import system
+from adaptstream_bench.costmodel.testbed.cluster import Testbed
+from adaptstream_bench.costmodel.testbed.hosts import HostSpec, parse_hosts
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -185,7 +185,7 @@ def test_pinned_executor_runs_in_its_hosts_cgroup_and_namespace(tmp_path: Path) 
 
 
 def _redis_missing() -> str:
-    from adaptstream.costmodel.testbed.corpus import check_redis
+    from adaptstream_bench.costmodel.testbed.corpus import check_redis
 
     try:
         check_redis()
@@ -199,7 +199,7 @@ def _redis_missing() -> str:
 def test_corpus_job_records_a_real_trace_and_resumes(tmp_path: Path) -> None:
     """One linear query under its initial placement (source on the small host, sink on the large one)."""
     from adaptstream.costmodel.model import read_traces
-    from adaptstream.costmodel.testbed.corpus import query_for, run_corpus
+    from adaptstream_bench.costmodel.testbed.corpus import query_for, run_corpus
 
     seed = next(s for s in range(100) if query_for(s, 0).query_type.startswith("linear"))
     out = tmp_path / "real.jsonl"

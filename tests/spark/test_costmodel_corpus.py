@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from adaptstream.costmodel.corpus import build_corpus, iter_corpus, trace_for
+from adaptstream.costmodel.corpus import iter_corpus
+from adaptstream_bench.costmodel.simcorpus import build_corpus, trace_for
 
 pytestmark = pytest.mark.spark
 

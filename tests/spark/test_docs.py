@@ -79,7 +79,7 @@ def _invoke(capsys, args: list[str]) -> tuple[int, str]:
 def workdir(tmp_path, monkeypatch, spark):
     """A scratch checkout: examples/ copied, a tiny Linear Road input in DIR, the shared session for every
     command (the corpus job would otherwise build and stop its own)."""
-    from adaptstream.costmodel import corpus as corpus_mod
+    from adaptstream_bench.costmodel import simcorpus as corpus_mod
     from adaptstream.workloads import LinearRoadGeneratorConfig, write_run
 
     shutil.copytree(ROOT / "examples", tmp_path / "examples")

@@ -205,8 +205,8 @@ def test_testbed_corpus_option_mistakes_fail_before_the_testbed(capsys, tmp_path
 def test_rerun_failed_needs_a_longer_duration_and_picks_the_failures(capsys, tmp_path):
     from dataclasses import replace
 
-    from adaptstream.costmodel.cli_data import _failed_to_rerun
     from adaptstream.costmodel.model import read_traces, write_traces
+    from adaptstream_bench.costmodel.data_cli import _failed_to_rerun
 
     fix = Path(__file__).resolve().parents[1] / "fixtures" / "costmodel" / "train_sample.jsonl"
     ts = []
@@ -227,7 +227,7 @@ def test_rerun_of_failed_repeats_writes_their_own_ids(capsys, tmp_path, monkeypa
     from dataclasses import replace
 
     from adaptstream.costmodel.model import read_traces, write_traces
-    from adaptstream.costmodel.testbed import corpus
+    from adaptstream_bench.costmodel.testbed import corpus
 
     fix = Path(__file__).resolve().parents[1] / "fixtures" / "costmodel" / "train_sample.jsonl"
     t = next(iter(read_traces(fix)))

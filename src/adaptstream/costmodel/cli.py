@@ -1,5 +1,6 @@
-"""Command line of the cost model: `place` (also registered top-level), `train`, `featurize`; its evaluations
-(`eval`, `eval-real`, `repeatability`) are the benchmark harness's (benchmarks/adaptstream_bench/costmodel_cli.py).
+"""Command line of the cost model: `place` (also registered top-level), `train`, `featurize`, `import-dot`. Its
+evaluations and data commands (`eval`, `eval-real`, `repeatability`, `corpus`, `testbed`, ...) are the benchmark
+harness's (benchmarks/adaptstream_bench), added to this group when it is installed.
 
 Errors we raise on purpose (AdaptstreamError) are printed as one red line with exit code 1, no traceback.
 """
@@ -214,6 +215,20 @@ def train(
     if flat_baseline:
         FlatVectorModel.fit(tr, va, metrics=wanted, seed=seed).save(out / "flat")
     console.print(f"[green]saved[/green] models to {out}")
+
+
+@app.command("import-dot")
+@clean_errors
+def import_dot(
+    files: Annotated[list[Path], typer.Argument(help="Costream-style .query DOT files")],
+    out: Annotated[Path, typer.Option(help="JSON-lines output")] = Path("data/imported_traces.jsonl"),
+) -> None:
+    """Convert DOT `.query` files (format reconstructed from the Costream paper) into trace JSON lines."""
+    from adaptstream.costmodel.dot import read_dot
+    from adaptstream.costmodel.model import write_traces
+
+    n = write_traces(out, [read_dot(f) for f in files])
+    console.print(f"wrote {n} traces to {out}")
 
 
 @app.command("featurize")

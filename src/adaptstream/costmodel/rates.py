@@ -3,9 +3,9 @@
 Why: the learned DB cost models of the Costream authors' group feed the optimiser's cardinality estimates to the
 model as node features (zero-shot cost models); a small real corpus (about a hundred traces) cannot teach a GNN
 to multiply rates, selectivities and window lengths through a join, so it gets the product as a feature. The
-formulas follow the testbed's realisation of a Table II query (costmodel/testbed/placement.py): filters pass
-``selectivity`` of their input, a join is an interval join of +-window on a key with 1/selectivity values, an
-aggregation emits each group present in a window once per slide, with selectivity x rows per window groups
+formulas follow the testbed's realisation of a Table II query (the harness's costmodel/testbed/placement.py):
+filters pass ``selectivity`` of their input, a join is an interval join of +-window on a key with 1/selectivity
+values, an aggregation emits each group present in a window once per slide, with selectivity x rows per window groups
 present (Def. 8; the testbed records that selectivity for what runs, `placement.agg_selectivity`, and the
 simulator draws groups the same way). Count windows are sized from the testbed's nominal rates
 (``nominal_rates``), as the testbed sizes them when it runs the query; the rows flowing are the expected ones.
@@ -23,6 +23,30 @@ EPS = 1e-9
 VERSION = 2
 
 
+#: how the real testbed sizes a query (harness: adaptstream_bench.costmodel.testbed.placement realises it)
+MAX_RATE = 2000.0  # rows/s per source: a 2-core machine with Python edges
+WINDOW_S = (0.25, 16.0)
+
+
+def nominal_rates(query: Any, rate_of: dict[str, float]) -> dict[str, float]:
+    """Expected output rate per operator (selectivities applied; joins and aggs approximate)."""
+    out: dict[str, float] = {}
+    for op in query.topological_order():
+        ins = [out[u] for u in query.upstream(op.id)]
+        if op.kind == "source":
+            out[op.id] = rate_of[op.id]
+        elif op.kind == "filter":
+            out[op.id] = ins[0] * float(op.feature("selectivity", 1.0))
+        elif op.kind == "window_join":
+            w = float(op.feature("window_size", 1.0))
+            out[op.id] = float(op.feature("selectivity", 0.01)) * ins[0] * ins[1] * w
+        elif op.kind == "window_agg":
+            out[op.id] = max(1.0, float(op.feature("selectivity", 0.0)) * ins[0])
+        else:
+            out[op.id] = ins[0] if ins else 0.0
+    return out
+
+
 def _f(op: Any, name: str, default: float) -> float:
     try:
         v = float(op.features.get(name, default))
@@ -34,8 +58,6 @@ def _f(op: Any, name: str, default: float) -> float:
 def _window_s(op: Any, rate_in: float) -> tuple[float, float]:
     """(size, slide) in seconds; count windows are converted at the nominal input rate, clamped as the testbed
     clamps them."""
-    from adaptstream.costmodel.testbed.placement import WINDOW_S
-
     size, slide = _f(op, "window_size", 1.0), _f(op, "window_slide", 0.0) or _f(op, "window_size", 1.0)
     if op.features.get("window_policy") == "count":
         size = min(max(size / max(rate_in, EPS), WINDOW_S[0]), WINDOW_S[1])
@@ -45,8 +67,6 @@ def _window_s(op: Any, rate_in: float) -> tuple[float, float]:
 
 def _source_rates(query: Any) -> tuple[dict[str, float], dict[str, float]]:
     """(source rates as the testbed caps them, the testbed's nominal rate of every operator)."""
-    from adaptstream.costmodel.testbed.placement import MAX_RATE, nominal_rates
-
     src = {op.id: min(MAX_RATE, _f(op, "event_rate", 0.0)) for op in query.operators if op.kind == "source"}
     return src, nominal_rates(query, src)
 

@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 
 from adaptstream.costmodel.model import Host, Labels, Trace
-from adaptstream.costmodel.testbed.bprules import RULES, stuck_pieces, verdict
-from adaptstream.costmodel.testbed.corpus import query_for
+from adaptstream_bench.costmodel.testbed.bprules import RULES, stuck_pieces, verdict
+from adaptstream_bench.costmodel.testbed.corpus import query_for
 
 PIECES = [
     {"piece": "p0", "host": "h2", "ops": ["sink"], "sink": True},

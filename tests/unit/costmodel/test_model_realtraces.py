@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from adaptstream.costmodel.model import read_traces
-from adaptstream.costmodel.realtraces import draw_queries, query_graph
+from adaptstream_bench.costmodel.realtraces import draw_queries, query_graph
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "costmodel" / "real_traces.jsonl"
 

@@ -9,8 +9,8 @@ import numpy as np
 
 from adaptstream.costmodel.generate import initial_placement, sample_placement
 from adaptstream.costmodel.model import Host, Labels, Trace, write_traces
-from adaptstream.costmodel.testbed.corpus import query_for
-from adaptstream.costmodel.testbed.placement import realise
+from adaptstream_bench.costmodel.testbed.corpus import query_for
+from adaptstream_bench.costmodel.testbed.placement import realise
 from adaptstream_bench.costmodel_real_corpus import main, summarise
 
 HOSTS = [Host("h0", 25, 1280, 4, 0.03, "small"), Host("h1", 150, 2560, 200, 0.03, "large")]

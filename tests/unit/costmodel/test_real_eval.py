@@ -16,17 +16,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from adaptstream.costmodel.cli_data import _load_chooser
 from adaptstream.costmodel.ensemble import CostEnsembles
 from adaptstream.costmodel.generate import initial_placement, placement_violations
 from adaptstream.costmodel.model import Host, Labels, Trace, query_key, read_traces, write_traces
-from adaptstream.costmodel.testbed.corpus import chosen_placer, query_for
-from adaptstream.costmodel.testbed.placement import realise
 from adaptstream.costmodel.train import GraphDataset
 from adaptstream.errors import CostModelError
 from adaptstream_bench import costmodel_real_eval as ev
 from adaptstream_bench import costmodel_real_fit as fit
 from adaptstream_bench import costmodel_real_report as rep
+from adaptstream_bench.costmodel.data_cli import _load_chooser
+from adaptstream_bench.costmodel.testbed.corpus import chosen_placer, query_for
+from adaptstream_bench.costmodel.testbed.placement import realise
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "costmodel" / "train_sample.jsonl"
 HOSTS = [Host("h0", 25, 1280, 4, 0.03, "small"), Host("h1", 150, 2560, 200, 0.03, "large")]
@@ -155,7 +155,7 @@ def test_exp2_is_grouped_by_host_set_with_its_heterogeneity() -> None:
 
 
 def test_host_tag_names_the_set_and_marks_overrides() -> None:
-    from adaptstream.costmodel.testbed.hosts import host_tag, parse_hosts
+    from adaptstream_bench.costmodel.testbed.hosts import host_tag, parse_hosts
 
     assert host_tag(parse_hosts("medium,medium,medium")) == "mmm"
     tagged = host_tag(parse_hosts("small:cpu=30,large"))
@@ -485,8 +485,8 @@ def test_fit_diagnostics_tell_a_time_limited_member_and_the_failures_it_stopped_
 
 
 def test_exp2_type_filter_keeps_whole_pairs_of_the_named_types() -> None:
-    from adaptstream.costmodel.cli_data import _pairs_of_types
     from adaptstream.errors import ConfigError
+    from adaptstream_bench.costmodel.data_cli import _pairs_of_types
 
     idx = _pairs_of_types(0, 1000, 20, "2-way-join,3-way-join")
     assert idx and all(idx[k] % 2 == 0 and idx[k + 1] == idx[k] + 1 for k in range(0, len(idx), 2))
@@ -513,7 +513,7 @@ def test_scores_by_type_scores_each_type_on_its_own_traces() -> None:
 
 
 def test_corpus_type_filter_picks_the_pairs_the_corpus_runs_for_that_type() -> None:
-    from adaptstream.costmodel.cli_data import _pairs_of_types
+    from adaptstream_bench.costmodel.data_cli import _pairs_of_types
 
     idx = _pairs_of_types(0, 0, 40, "3-way-join")
     assert idx and len(idx) < 40

@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from adaptstream.costmodel.model import Host, Operator, QueryGraph, Trace
-from adaptstream.costmodel.simulator import SimConfig, Simulator
+from adaptstream_bench.costmodel.simulator import SimConfig, Simulator
 
 pytest.importorskip("numba")  # the pure-Python fallback is correct but far too slow for these runs
 

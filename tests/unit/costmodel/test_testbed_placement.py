@@ -7,10 +7,10 @@ import pytest
 
 from adaptstream.costmodel.generate import initial_placement, sample_placement
 from adaptstream.costmodel.model import Host
-from adaptstream.costmodel.testbed.corpus import labels_from, query_for
-from adaptstream.costmodel.testbed.hosts import CATEGORIES, parse_hosts
-from adaptstream.costmodel.testbed.placement import FILTER_MOD, MAX_RATE, pieces, realise
 from adaptstream.errors import ConfigError
+from adaptstream_bench.costmodel.testbed.corpus import labels_from, query_for
+from adaptstream_bench.costmodel.testbed.hosts import CATEGORIES, parse_hosts
+from adaptstream_bench.costmodel.testbed.placement import FILTER_MOD, MAX_RATE, pieces, realise
 
 HOSTS = [
     Host(h.name, h.cpu_pct, h.ram_mb, h.bandwidth_mbits, 0.0, h.category) for h in parse_hosts("small,medium,large")
@@ -92,8 +92,8 @@ def test_labels_from_agent_replies() -> None:
 
 
 def test_lag_growth_and_edge_lag() -> None:
-    from adaptstream.costmodel.testbed.corpus import lag_growth
-    from adaptstream.costmodel.testbed.redisedge import edge_lag_s, next_id
+    from adaptstream_bench.costmodel.testbed.corpus import lag_growth
+    from adaptstream_bench.costmodel.testbed.redisedge import edge_lag_s, next_id
 
     assert lag_growth([(0.0, 1.0), (1.0, 2.0)], 0.0) == (0.0, 0.0)  # too few samples
     slope, end = lag_growth([(float(t), 5.0 + 0.5 * t) for t in range(20)], t_from=10.0)
@@ -121,8 +121,8 @@ def test_parse_hosts() -> None:
 
 
 def test_testbed_refuses_clearly_without_root_or_cgroups(monkeypatch, tmp_path) -> None:
-    from adaptstream.costmodel.testbed import system
     from adaptstream.errors import EnvironmentProblem
+    from adaptstream_bench.costmodel.testbed import system
 
     monkeypatch.setattr(system.os, "geteuid", lambda: 1000)
     with pytest.raises(EnvironmentProblem, match="needs root"):
@@ -139,8 +139,8 @@ def test_redescribe_keeps_what_ran_and_rewrites_agg_selectivity() -> None:
     from dataclasses import replace
 
     from adaptstream.costmodel.model import Operator, QueryGraph, Trace
-    from adaptstream.costmodel.testbed.corpus import redescribe
     from adaptstream.errors import CostModelError
+    from adaptstream_bench.costmodel.testbed.corpus import redescribe
 
     def old_style(q: QueryGraph) -> QueryGraph:
         ops = []
@@ -167,7 +167,7 @@ def test_redescribe_keeps_what_ran_and_rewrites_agg_selectivity() -> None:
 
 def test_agg_selectivity_follows_def_8() -> None:
     """Without a join every value is distinct, so the groups fill as drawn; after a join they fill less."""
-    from adaptstream.costmodel.testbed.placement import agg_selectivity
+    from adaptstream_bench.costmodel.testbed.placement import agg_selectivity
 
     seen = {"plain": 0, "joined": 0}
     for j in range(200):
@@ -194,7 +194,7 @@ def test_committed_real_traces_describe_what_ran() -> None:
     from pathlib import Path
 
     from adaptstream.costmodel.model import read_traces
-    from adaptstream.costmodel.testbed.corpus import redescribe
+    from adaptstream_bench.costmodel.testbed.corpus import redescribe
 
     path = Path(__file__).resolve().parents[3] / "docs" / "results" / "costmodel_real_traces.jsonl"
     traces = list(read_traces(path))

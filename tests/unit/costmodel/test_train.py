@@ -153,8 +153,8 @@ def test_cuda_training_and_cpu_reload_agree(tmp_path, data) -> None:
 
 
 def _regenerate() -> None:
-    from adaptstream.costmodel.corpus import trace_for
     from adaptstream.costmodel.model import write_traces
+    from adaptstream_bench.costmodel.simcorpus import trace_for
 
     write_traces(SAMPLE, (trace_for(SAMPLE_SEED, i) for i in range(N_SAMPLE)))
 

@@ -24,29 +24,9 @@ import math
 from typing import Any
 
 from adaptstream.costmodel.model import Operator, QueryGraph
+from adaptstream.costmodel.rates import MAX_RATE, WINDOW_S, nominal_rates
 
-MAX_RATE = 2000.0  # rows/s per source: a 2-core machine with Python edges
-WINDOW_S = (0.25, 16.0)
 FILTER_MOD = 10007
-
-
-def nominal_rates(query: QueryGraph, rate_of: dict[str, float]) -> dict[str, float]:
-    """Expected output rate per operator (selectivities applied; joins and aggs approximate)."""
-    out: dict[str, float] = {}
-    for op in query.topological_order():
-        ins = [out[u] for u in query.upstream(op.id)]
-        if op.kind == "source":
-            out[op.id] = rate_of[op.id]
-        elif op.kind == "filter":
-            out[op.id] = ins[0] * float(op.feature("selectivity", 1.0))
-        elif op.kind == "window_join":
-            w = float(op.feature("window_size", 1.0))
-            out[op.id] = float(op.feature("selectivity", 0.01)) * ins[0] * ins[1] * w
-        elif op.kind == "window_agg":
-            out[op.id] = max(1.0, float(op.feature("selectivity", 0.0)) * ins[0])
-        else:
-            out[op.id] = ins[0] if ins else 0.0
-    return out
 
 
 def realise(query: QueryGraph) -> tuple[QueryGraph, dict[str, dict[str, Any]]]:

@@ -71,7 +71,7 @@ STRING_FILTERS = ("startswith", "endswith", "contains")
 def load_calibration(path: str | None = None) -> dict[str, Any]:
     """The measured per-tuple costs (see scripts/costmodel_calibrate.py and docs/costmodel-data.md)."""
     if path is None:
-        text = resources.files("adaptstream.costmodel").joinpath("calibration.json").read_text()
+        text = resources.files("adaptstream_bench.costmodel").joinpath("calibration.json").read_text()
     else:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()

@@ -1,4 +1,4 @@
-"""`adaptstream costmodel ...` data commands: build the simulated corpus, record real traces, import DOT."""
+"""`adaptstream costmodel ...` data commands of the harness: the simulated corpus, real traces, the REAL testbed."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from adaptstream.errors import AdaptstreamError
 DEFAULT_HOSTS = "small,medium,large"
 
 app = typer.Typer(
-    help="Cost-model data: simulated trace corpus, real Structured Streaming traces, DOT import.",
+    help="Cost-model data: simulated trace corpus, real Structured Streaming traces, the real testbed.",
     no_args_is_help=True,
 )
 
@@ -28,7 +28,7 @@ def corpus(
     partitions: Annotated[int, typer.Option(help="partitions (0 = one per 500 traces)")] = 0,
 ) -> None:
     """Generate (or resume) a corpus of SIMULATED traces on Spark, printing each finished partition."""
-    from adaptstream.costmodel.corpus import build_corpus
+    from adaptstream_bench.costmodel.simcorpus import build_corpus
 
     t0 = time.time()
 
@@ -53,7 +53,7 @@ def record_real_cmd(
     warmup: Annotated[float, typer.Option(help="seconds ignored at the start of each query")] = 6.0,
 ) -> None:
     """Run generated queries as Structured Streaming queries on this machine and record REAL traces."""
-    from adaptstream.costmodel.realtraces import record_real
+    from adaptstream_bench.costmodel.realtraces import record_real
 
     try:
         written = record_real(out, n=n, seed=seed, duration_s=duration, warmup_s=warmup)
@@ -61,23 +61,6 @@ def record_real_cmd(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
     typer.echo(f"wrote {written} real traces to {out}")
-
-
-@app.command("import-dot")
-def import_dot(
-    files: Annotated[list[Path], typer.Argument(help="Costream-style .query DOT files")],
-    out: Annotated[Path, typer.Option(help="JSON-lines output")] = Path("data/imported_traces.jsonl"),
-) -> None:
-    """Convert DOT `.query` files (format reconstructed from the Costream paper) into trace JSON lines."""
-    from adaptstream.costmodel.dot import read_dot
-    from adaptstream.costmodel.model import write_traces
-
-    try:
-        n = write_traces(out, [read_dot(f) for f in files])
-    except AdaptstreamError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
-    typer.echo(f"wrote {n} traces to {out}")
 
 
 @app.command("testbed")
@@ -91,8 +74,8 @@ def testbed_cmd(
     ] = None,
 ) -> None:
     """Start the REAL heterogeneous testbed (root): master + one confined worker per host; removed on exit."""
-    from adaptstream.costmodel.testbed.cluster import Testbed
-    from adaptstream.costmodel.testbed.hosts import parse_hosts
+    from adaptstream_bench.costmodel.testbed.cluster import Testbed
+    from adaptstream_bench.costmodel.testbed.hosts import parse_hosts
 
     specs = parse_hosts(hosts)
     with Testbed(specs, workdir=workdir) as tb:
@@ -131,8 +114,8 @@ def testbed_down(
     ledger: Annotated[Path, typer.Argument(help="ledger.json of a testbed whose process died")],
 ) -> None:
     """Remove what a crashed testbed left (its processes, cgroups, namespaces, links), as listed in its ledger."""
-    from adaptstream.costmodel.testbed import system
     from adaptstream.errors import ConfigError
+    from adaptstream_bench.costmodel.testbed import system
 
     if not ledger.is_file():
         msg = f"ledger {ledger} does not exist"
@@ -208,9 +191,9 @@ def testbed_corpus(
     ] = False,
 ) -> None:
     """Run generated queries under placements on the REAL testbed (root) and append REAL traces (resumable)."""
-    from adaptstream.costmodel.testbed.corpus import chosen_placer, run_corpus
-    from adaptstream.costmodel.testbed.hosts import host_tag, parse_hosts
     from adaptstream.errors import ConfigError
+    from adaptstream_bench.costmodel.testbed.corpus import chosen_placer, run_corpus
+    from adaptstream_bench.costmodel.testbed.hosts import host_tag, parse_hosts
 
     specs = parse_hosts(hosts)
     # another host set than the default: its own ids, so resuming never mixes host sets
@@ -294,9 +277,9 @@ def _pairs_of_types(seed: int, first_query: int, n: int, types: str) -> list[int
     """Trace indices (pairs 2k, 2k+1: the corpus' with first_query 0, Exp. 2's) whose query, first_query + k, has
     one of the types: a base type (any variant) or a full one such as 3-way-join+agg."""
     from adaptstream.costmodel.generate import BASE_TYPES, base_type
-    from adaptstream.costmodel.testbed.corpus import query_for
-    from adaptstream.costmodel.testbed.placement import realise
     from adaptstream.errors import ConfigError
+    from adaptstream_bench.costmodel.testbed.corpus import query_for
+    from adaptstream_bench.costmodel.testbed.placement import realise
 
     valid = [*BASE_TYPES, *(f"{t}+agg" for t in BASE_TYPES)]
     want = {t.strip() for t in types.split(",") if t.strip()}

@@ -375,7 +375,7 @@ def record_real(
             }
         )
         proc = subprocess.run(
-            [sys.executable, "-m", "adaptstream.costmodel.realtraces"],
+            [sys.executable, "-m", "adaptstream_bench.costmodel.realtraces"],
             input=payload,
             capture_output=True,
             text=True,

@@ -27,9 +27,9 @@ from types import FrameType
 from typing import Any
 
 from adaptstream.costmodel.model import Host
-from adaptstream.costmodel.testbed import system
-from adaptstream.costmodel.testbed.hosts import HostSpec
 from adaptstream.errors import EnvironmentProblem
+from adaptstream_bench.costmodel.testbed import system
+from adaptstream_bench.costmodel.testbed.hosts import HostSpec
 
 EXECUTOR_MEMORY_MB = 512
 DAEMON_MEMORY = "256m"

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from adaptstream.costmodel.testbed.placement import FILTER_MOD, edge_key
-from adaptstream.costmodel.testbed.redisedge import RedisEdgeSource, push_partition
+from adaptstream_bench.costmodel.testbed.placement import FILTER_MOD, edge_key
+from adaptstream_bench.costmodel.testbed.redisedge import RedisEdgeSource, push_partition
 
 TRIGGER = "1 second"
 WATERMARK = "500 milliseconds"

@@ -43,12 +43,12 @@ import numpy as np
 
 from adaptstream.costmodel.generate import QueryGenerator, initial_placement, sample_placement
 from adaptstream.costmodel.model import Host, Labels, Operator, QueryGraph, Trace, read_traces, write_traces
-from adaptstream.costmodel.testbed import system
-from adaptstream.costmodel.testbed.bprules import LATEST, stuck_pieces
-from adaptstream.costmodel.testbed.cluster import Testbed
-from adaptstream.costmodel.testbed.hosts import HostSpec
-from adaptstream.costmodel.testbed.placement import edge_key, pieces, realise
 from adaptstream.errors import CostModelError, EnvironmentProblem
+from adaptstream_bench.costmodel.testbed import system
+from adaptstream_bench.costmodel.testbed.bprules import LATEST, stuck_pieces
+from adaptstream_bench.costmodel.testbed.cluster import Testbed
+from adaptstream_bench.costmodel.testbed.hosts import HostSpec
+from adaptstream_bench.costmodel.testbed.placement import edge_key, pieces, realise
 
 TRIGGER_MS = 1000.0
 BP_RULE = LATEST
@@ -69,7 +69,7 @@ class AgentProc:
             [
                 sys.executable,
                 "-m",
-                "adaptstream.costmodel.testbed.agent",
+                "adaptstream_bench.costmodel.testbed.agent",
                 tb.master_url,
                 json.dumps(conf),
                 f"tb-{host}",
@@ -234,7 +234,7 @@ def lag_growth(samples: list[tuple[float, float]], t_from: float) -> tuple[float
 
 def sample_lags(rc: Any, keys: dict[str, str], until: float) -> dict[str, list[tuple[float, float]]]:
     """Every LAG_SAMPLE_S until `until` (epoch s): each edge's lag, for `lag_growth`."""
-    from adaptstream.costmodel.testbed.redisedge import edge_lag_s  # pyspark: only where a testbed runs
+    from adaptstream_bench.costmodel.testbed.redisedge import edge_lag_s  # pyspark: only where a testbed runs
 
     out: dict[str, list[tuple[float, float]]] = {k: [] for k in keys}
     while (now := time.time()) < until:
@@ -371,7 +371,7 @@ def warm_up_agents(
 
 
 def _rates_out(query: QueryGraph, params: dict[str, Any]) -> dict[str, float]:
-    from adaptstream.costmodel.testbed.placement import nominal_rates
+    from adaptstream_bench.costmodel.testbed.placement import nominal_rates
 
     return nominal_rates(query, {k: float(v["rate"]) for k, v in params.items() if v["kind"] == "source"})
 

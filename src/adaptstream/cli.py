@@ -9,7 +9,6 @@ traceback. Everything that can be checked without Spark is checked before Spark 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 import traceback
@@ -17,13 +16,14 @@ from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from adaptstream.admission import ADMISSION
 from adaptstream.allocation import ALLOCATORS
 from adaptstream.connectors.traffic import TRAFFIC
+from adaptstream.console import console, err_console
+from adaptstream.console import fresh_dir as _fresh_dir
+from adaptstream.console import print_table as _print_table
 from adaptstream.elasticity import ELASTICITY
 from adaptstream.errors import AdaptstreamError, ConfigError, EnvironmentProblem
 from adaptstream.partitioning import PARTITIONERS
@@ -39,8 +39,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Self-tuning micro-batch stream processing on Apache Spark.",
 )
-console = Console()
-err_console = Console(stderr=True)
 
 
 def debug_enabled() -> bool:
@@ -133,14 +131,6 @@ def _spark(master: str, log_file: str | None, shuffle_partitions: int = 2):
         return build_spark(master=master, shuffle_partitions=shuffle_partitions, log_file=log_file)
 
 
-def _fresh_dir(path: str) -> str:
-    """Empty the run directory before Spark starts, so Spark's log file there survives the run."""
-    if os.path.exists(path):
-        shutil.rmtree(path)
-    os.makedirs(path)
-    return path
-
-
 def _progress_info(snap: dict) -> str:
     if snap["warming_up"]:
         return f"warm-up ({snap['warmup']:g} s, not counted)"
@@ -173,35 +163,6 @@ def _run_with_progress(spark, spec, run_dir: str, log_file: str):
             return run_workload(spark, spec, run_dir, on_progress=show, fresh=False)
         except AdaptstreamError as exc:
             raise type(exc)(f"{exc} (Spark's log: {log_file})") from exc
-
-
-def _print_table(results) -> None:
-    """One column per run and one row per figure: fits a narrow terminal however many figures we report."""
-    from adaptstream.report import COLUMNS, LEGEND, comparison_rows
-
-    table = Table(title="adaptstream results")
-    table.add_column("figure")
-    rows = comparison_rows(results)
-    for row in rows:
-        table.add_column(f"{row[0]}\n{row[1]}", justify="right")
-    for k, (header, _, _) in enumerate([*COLUMNS, ("unfinished", None, None)]):
-        table.add_row(header, *(row[k + 2] for row in rows))
-    console.print(table)
-    console.print(LEGEND, style="dim")
-    for r in results:
-        if r.summary.datasets == 0:
-            where = f"--input {r.spec.input_dir}" if r.spec.input_dir else "the generator"
-            console.print(
-                f"[bold yellow]no input:[/] {r.spec.label()} processed no datasets from {where} "
-                f"({r.summary.quarantined} malformed rows quarantined); the figures are n/a."
-            )
-    warm = sorted({r.spec.warmup for r in results if r.spec.warmup > 0})
-    if warm:
-        console.print(
-            f"The first {warm[0]:g} s of arrivals of each run are a warm-up (query code generation) and "
-            "are not counted above; the raw metrics keep them.",
-            style="dim",
-        )
 
 
 @app.command()
@@ -284,6 +245,7 @@ def run(
             scheduler_params,
             run_dir,
             master,
+            spark_factory=_spark,
             admission=admission,
             traffic=traffic,
             rate=rate,

@@ -15,13 +15,15 @@ def run_several(
     scheduler_params: str,
     run_dir: str | None,
     master: str,
+    spark_factory,
     **spec_fields,
 ) -> None:
     """Check everything, start one SparkSession, run the workloads concurrently, summarise each."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from adaptstream import cli
-    from adaptstream.cli import _fresh_dir, _print_table, console
+    from adaptstream.console import console
+    from adaptstream.console import fresh_dir as _fresh_dir
+    from adaptstream.console import print_table as _print_table
     from adaptstream.metrics.output_latency import output_latency
     from adaptstream.metrics.plots import plot_timelines
     from adaptstream.multiquery import MultiSpec, check_multi, run_multi, spark_conf
@@ -48,7 +50,7 @@ def run_several(
         with console.status(f"starting Spark ({master})..."):
             spark = build_spark(master=master, log_file=log_file, conf=spark_conf(scheduler))
     else:
-        spark = cli._spark(master, log_file)
+        spark = spark_factory(master, log_file)
     total = len(input_files(input_dir)) if input_dir else round(spec_fields.get("duration", 60.0))
     with Progress(
         TextColumn("[bold]{task.fields[label]}"),

@@ -173,7 +173,7 @@ def run_multi(
             wl = WORKLOADS.get(spec.workload)
             extra = {"windowPeriod": str(wl.effective_slide_s), "watermarkDelay": str(wl.watermark_delay_s)}
             if controller is not None:
-                extra.update(controller=controller.address, controllerQuery=name)
+                extra.update(controller=controller.address, controllerSecret=controller.secret, controllerQuery=name)
             if name in gates:
                 extra.update(startGate=gates[name])
 

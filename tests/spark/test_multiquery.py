@@ -142,7 +142,7 @@ def test_controller_restart_mid_run_reregisters_the_query(spark, tmp_path):
         with lock:
             if state["second"] is None and snap["completed"] > 0:
                 first.stop()
-                state["second"] = Controller(build_scheduler("klink"), port=port).start()
+                state["second"] = Controller(build_scheduler("klink"), port=port, secret=first.secret).start()
 
     spec = RunSpec(workload="YSB", admission="asap", rate=100, duration=12, drain=True, finish_timeout=240)
     try:
@@ -153,6 +153,7 @@ def test_controller_restart_mid_run_reregisters_the_query(spark, tmp_path):
             on_progress=restart_after_first_batch,
             extra_options={
                 "controller": first.address,
+                "controllerSecret": first.secret,
                 "controllerQuery": "ysb",
                 "windowPeriod": "10",
                 "watermarkDelay": "2",

@@ -4,6 +4,11 @@ Every call returns quickly. When the controller cannot be reached (not started, 
 one warning, answers "run unscheduled" (a grant), and tries to reconnect at most every ``retry`` seconds; once the
 controller is back the client registers again, so a restarted controller (or a restarted query) picks up where
 it left off. Progress and completion reports wait in a bounded buffer and travel with the next request.
+
+Each connection starts with ``hello`` and the controller's secret (the ``controllerSecret`` option); a controller
+that refuses it is treated as unreachable (one warning naming the reason). While a query runs its client sends at
+least one request every ``HEARTBEAT`` seconds, so the controller can forget queries that stopped without a ``bye``;
+a controller that forgot this one (``reregister`` in a reply) gets its registration again at once.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from adaptstream.control.ipc import LineSocket, parse_address
 
 log = logging.getLogger("adaptstream.control")
 
+HEARTBEAT = 10.0  # seconds between requests at least, while the query runs (the controller expires at 60 s)
+
 
 class ControllerClient:
     def __init__(
@@ -29,8 +36,11 @@ class ControllerClient:
         timeout: float = 0.5,
         retry: float = 2.0,
         log_path: str | None = None,
+        secret: str | None = None,
     ) -> None:
         self.host, self.port = parse_address(address)
+        self.secret = secret or ""
+        self._last_call = time.monotonic()
         self.query = query
         self.streams = streams or {}
         self.timeout = timeout
@@ -59,10 +69,11 @@ class ControllerClient:
             sock.settimeout(self.timeout)
             self._conn = LineSocket(sock)
             self._registered = False
-            reply = self._call_raw(
-                {"op": "register", "query": self.query, "streams": {k: list(v) for k, v in self.streams.items()}}
-            )
-            self._registered = bool(reply and reply.get("ok"))
+            hello = self._call_raw({"op": "hello", "secret": self.secret})
+            if not (hello and hello.get("ok")):
+                msg = f"it refused this source: {(hello or {}).get('error', 'no reply')}"
+                raise ConnectionRefusedError(msg)
+            self._register()
             if self._down_since is not None:
                 self._warn(
                     f"adaptstream controller at {self.host}:{self.port} is back; query {self.query} is scheduled again"
@@ -73,6 +84,12 @@ class ControllerClient:
         except (OSError, ValueError) as e:
             self._fail(e)
             return None
+
+    def _register(self) -> None:
+        reply = self._call_raw(
+            {"op": "register", "query": self.query, "streams": {k: list(v) for k, v in self.streams.items()}}
+        )
+        self._registered = bool(reply and reply.get("ok"))
 
     def _fail(self, e: BaseException) -> None:
         if self._conn is not None:
@@ -161,8 +178,9 @@ class ControllerClient:
 
     def poll(self, want: bool, rows: int = 0, oldest: float | None = None) -> bool:
         """May the query cut a micro-batch now? True when granted, or when the controller is unreachable."""
-        if not want and not self.wanted and not self.progress and self.done is None:
-            return False  # nothing new to say: no round trip while idle
+        idle = time.monotonic() - self._last_call < HEARTBEAT
+        if idle and not want and not self.wanted and not self.progress and self.done is None:
+            return False  # nothing new to say: no round trip while idle (but a heartbeat now and then)
         if want and self.done is None and time.monotonic() < self._quiet_until:
             return False  # refused less than a scheduling cycle ago
         msg: dict[str, Any] = {
@@ -174,7 +192,11 @@ class ControllerClient:
             "progress": list(self.progress),
             "done": self.done,
         }
+        self._last_call = time.monotonic()
         reply = self._call(msg)
+        if reply is not None and reply.get("reregister"):
+            with contextlib.suppress(OSError, ValueError):
+                self._register()  # the controller forgot this query (it expired, or restarted): tell it again
         if reply is None or not reply.get("ok"):
             if reply is not None:
                 log.warning("adaptstream controller refused a request: %s", reply.get("error"))

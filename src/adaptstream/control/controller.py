@@ -1,18 +1,27 @@
 """One controller per Spark application, on the driver: runs the scheduling policy for every query.
 
 Started with the SparkSession (``Controller(policy).start()``); its address (``127.0.0.1:PORT``) goes to each
-source in the ``controller`` option. A server thread per connection answers requests under one lock, so the
-policy itself stays single-threaded pure Python. A refused poll is answered at once only right after its query's
-batch completed (Spark may have a no-data batch to run); otherwise it waits at the controller up to one scheduling
-cycle and is granted the moment a completion frees a slot for it (``longpoll``: a waiting source learns of a free
-slot at once, not at its next poll up to a cycle later). A sampler thread reports the driver JVM's heap use to the
-policy (Klink's memory mode) when a Spark session is given. Stopping (or crashing) the controller never blocks a
-query: sources time out within their short timeout and carry on unscheduled until it is back.
+source in the ``controller`` option and its secret (random per controller) in ``controllerSecret``: every
+connection must present the secret first (``hello``), so no other process on the machine can register queries or
+steer decisions. Every request is checked against the schema of control/messages.py before the policy sees it;
+a bad one gets a one-line error reply. Connections, live registrations and message size are bounded, and a query
+that has sent nothing for ``expire`` seconds (its sources send a heartbeat while they run) is forgotten.
+
+A server thread per connection answers requests under one lock, so the policy itself stays single-threaded pure
+Python. A refused poll is answered at once only right after its query's batch completed (Spark may have a no-data
+batch to run); otherwise it waits at the controller up to one scheduling cycle and is granted the moment a
+completion frees a slot for it (``longpoll``: a waiting source learns of a free slot at once, not at its next poll
+up to a cycle later). A sampler thread reports the driver JVM's heap use to the policy (Klink's memory mode) when a
+Spark session is given. Stopping (or crashing) the controller never blocks a query: sources time out within their
+short timeout and carry on unscheduled until it is back.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hmac
 import logging
+import secrets
 import socket
 import socketserver
 import threading
@@ -21,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from adaptstream.control.ipc import LineSocket
+from adaptstream.control.messages import check
 from adaptstream.scheduling.base import SchedulerPolicy
 
 log = logging.getLogger(__name__)
@@ -34,12 +44,19 @@ class _Handler(socketserver.BaseRequestHandler):
     def handle(self) -> None:
         conn = LineSocket(self.request)
         ctl = self.server.controller
-        ctl._conns.add(conn)
+        if not ctl._admit(conn):
+            return
         try:
+            self.request.settimeout(AUTH_TIMEOUT)
+            if not ctl._authenticate(conn):
+                return
+            self.request.settimeout(None)
             while not ctl.stopped:
                 try:
                     msg = conn.recv()
-                except (OSError, ValueError):
+                except (OSError, ValueError) as e:
+                    with contextlib.suppress(OSError):
+                        conn.send({"ok": False, "error": f"bad request: {e}"})
                     return
                 if msg is None or ctl.stopped:
                     return
@@ -49,6 +66,7 @@ class _Handler(socketserver.BaseRequestHandler):
                     return
         finally:
             ctl._conns.discard(conn)
+            conn.close()
 
 
 class _Server(socketserver.ThreadingTCPServer):
@@ -58,6 +76,10 @@ class _Server(socketserver.ThreadingTCPServer):
 
 
 MAX_REMEMBERED = 1024  # queries whose registrations the controller remembers
+MAX_CONNECTIONS = 256  # open connections at once (each source holds one)
+MAX_LIVE = 512  # queries registered at once
+AUTH_TIMEOUT = 5.0  # seconds a new connection has to present the secret
+EXPIRE = 60.0  # seconds without a request after which a registered query is forgotten (heartbeat: 10 s)
 
 
 class Controller:
@@ -72,8 +94,17 @@ class Controller:
         memory: Callable[[], float | None] | None = None,
         clock: Callable[[], float] = time.time,
         max_wait: float = LONG_POLL_MAX,
+        secret: str | None = None,
+        expire: float = EXPIRE,
     ) -> None:
         self.policy = policy
+        #: what a source must present to be served; travels in the ``controllerSecret`` option (which Spark's
+        #: default redaction pattern hides in its UI and logs). A restarted controller of the same application
+        #: takes its predecessor's secret, so the running sources reconnect.
+        self.secret = secret or secrets.token_hex(16)
+        self.expire = expire
+        self.last_seen: dict[str, float] = {}  # registered query -> clock of its last request
+        self.rejected = 0  # connections or requests refused (no or a wrong secret, a bad message, a limit)
         self.max_wait = max_wait
         self.host, self.port = host, port
         self.memory = memory
@@ -139,19 +170,55 @@ class Controller:
                     self.policy.memory(self.clock(), used)
             time.sleep(period)
 
+    # -- connections -------------------------------------------------------------------------------------------
+    def _admit(self, conn: LineSocket) -> bool:
+        with self.lock:
+            if len(self._conns) >= MAX_CONNECTIONS:
+                self.rejected += 1
+                with contextlib.suppress(OSError):
+                    conn.send({"ok": False, "error": f"too many connections (at most {MAX_CONNECTIONS})"})
+                conn.close()
+                return False
+            self._conns.add(conn)
+            return True
+
+    def _authenticate(self, conn: LineSocket) -> bool:
+        """The first request of a connection must be ``hello`` with this controller's secret."""
+        try:
+            msg = conn.recv()
+        except (OSError, ValueError):
+            msg = None
+        ok = isinstance(msg, dict) and msg.get("op") == "hello" and isinstance(msg.get("secret"), str)
+        if ok and hmac.compare_digest(str(msg["secret"]).encode(), self.secret.encode()):  # type: ignore[index]
+            with contextlib.suppress(OSError):
+                conn.send({"ok": True})
+            return True
+        with self.lock:
+            self.rejected += 1
+        with contextlib.suppress(OSError):
+            conn.send({"ok": False, "error": "not authenticated: the first request must be hello with the secret"})
+        return False
+
     # -- requests ------------------------------------------------------------------------------------------
-    def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def handle(self, msg: Any) -> dict[str, Any]:
+        """One request of an authenticated connection (or of the driver itself, which needs no secret)."""
+        why = check(msg)
+        if why is not None:
+            with self.lock:
+                self.rejected += 1
+            return {"ok": False, "error": why}
         op = msg.get("op")
         with self.lock:
             t0 = time.thread_time()
             try:
+                self._expire_idle()
                 reply = self._dispatch(op, msg)
             except (KeyError, TypeError, ValueError) as e:
                 reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
             self.cpu_seconds += time.thread_time() - t0
             self.requests += 1
             if reply.get("grant") is False and self._may_wait(msg):
-                reply = self._wait_for_grant(msg)
+                reply = {**self._wait_for_grant(msg), **({"reregister": True} if reply.get("reregister") else {})}
         return reply
 
     def _may_wait(self, msg: dict[str, Any]) -> bool:
@@ -198,15 +265,25 @@ class Controller:
     def _dispatch(self, op: Any, msg: dict[str, Any]) -> dict[str, Any]:
         p = self.policy
         now = self.clock()
+        if op == "hello":
+            return {"ok": True}
         if op == "register":
+            q = str(msg["query"])
+            if q not in self.last_seen and len(self.last_seen) >= MAX_LIVE:
+                return {"ok": False, "error": f"too many queries registered (at most {MAX_LIVE})"}
             streams = {k: (float(v[0]), float(v[1])) for k, v in (msg.get("streams") or {}).items()}
-            p.register(str(msg["query"]), streams, now)
+            p.register(q, streams, now)
+            self.last_seen[q] = now
             self._note_registration(str(msg["query"]), sorted(streams))
             self.changed.notify_all()  # a restarted query's slot is free
             return {"ok": True, "policy": p.name}
         if op == "poll":
             q = str(msg["query"])
-            for ev in msg.get("progress", ()):
+            new = q not in self.last_seen  # expired, or never registered here: its source registers again
+            if new and len(self.last_seen) >= MAX_LIVE:
+                return {"ok": False, "error": f"too many queries registered (at most {MAX_LIVE})"}
+            self.last_seen[q] = now
+            for ev in msg.get("progress") or ():
                 p.progress(
                     q,
                     str(ev["stream"]),
@@ -223,7 +300,7 @@ class Controller:
                 p.complete(q, now, int(done["end"]), int(done["rows"]), float(done["seconds"]))
                 self.changed.notify_all()  # a slot is free: waiting polls re-ask now
             if "want" not in msg:
-                return {"ok": True}
+                return {"ok": True, **({"reregister": True} if new else {})}
             grant = p.poll(q, now, bool(msg["want"]), int(msg.get("rows", 0)), msg.get("oldest"))
             if msg["want"]:
                 self.grants += int(grant)
@@ -231,17 +308,26 @@ class Controller:
             # a refused source asks again after one scheduling cycle, not at every poll (Spark polls every 20 ms);
             # with ``longpoll`` the cycle is spent waiting here instead (handle), so it may ask again at once
             retry = 0.0 if grant or p.config.longpoll else p.config.cycle
-            return {"ok": True, "grant": grant, "retry_in": retry}
+            return {"ok": True, "grant": grant, "retry_in": retry, **({"reregister": True} if new else {})}
         if op == "output":
             p.output(str(msg["query"]), now, int(msg["rows"]))
             return {"ok": True}
         if op == "bye":
             p.unregister(str(msg["query"]))
+            self.last_seen.pop(str(msg["query"]), None)
             self.changed.notify_all()
             return {"ok": True}
         if op == "stats":
             return {"ok": True, **self.stats()}
         return {"ok": False, "error": f"unknown op {op!r}"}
+
+    def _expire_idle(self) -> None:
+        """Forget queries that sent nothing for ``expire`` seconds: their sources stopped without a ``bye``."""
+        cutoff = self.clock() - self.expire
+        for q in [q for q, t in self.last_seen.items() if t < cutoff]:
+            del self.last_seen[q]
+            self.policy.unregister(q)
+            self.changed.notify_all()
 
     def _note_registration(self, query: str, streams: list[str]) -> None:
         seen = self.registrations.pop(query, {"count": 0})
@@ -266,6 +352,7 @@ class Controller:
             "swm_hits": hits,
             "swm_checked": checked,
             "queries": sorted(self.policy.queries),
+            "rejected": self.rejected,
             "registrations": {q: r["count"] for q, r in sorted(self.registrations.items())},
             "selectivity": {
                 k: q.selectivity for k, q in sorted(self.policy.queries.items()) if q.measured and q.in_decayed > 0

@@ -12,7 +12,7 @@ import json
 import socket
 from typing import Any
 
-MAX_LINE = 1 << 20  # a line longer than this is a protocol error, not a reason to grow memory
+MAX_LINE = 256 * 1024  # a line longer than this is a protocol error, not a reason to grow memory
 
 
 def parse_address(address: str) -> tuple[str, int]:

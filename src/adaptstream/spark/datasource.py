@@ -172,7 +172,9 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         name = self.opts.controller_query or self._query_id or os.path.basename(self.state_dir.rstrip("/"))
         streams = {"main": (self.opts.window_period, self.opts.watermark_delay)} if self.opts.window_period else {}
         log_path = os.path.join(self.opts.metrics_path or self.state_dir, "controller.log")
-        return ControllerClient(self.opts.controller, name, streams, log_path=log_path)
+        return ControllerClient(
+            self.opts.controller, name, streams, log_path=log_path, secret=self.opts.controller_secret
+        )
 
     def _event_progress(self, ref: DatasetRef) -> None:
         """Report a new dataset's event-time progress (its newest event's generation time and the network delays

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from adaptstream.errors import ConfigError
 from adaptstream.timeparse import parse_duration
@@ -65,6 +65,7 @@ _KNOWN = {
     "trim",
     "controller",
     "controllerquery",
+    "controllersecret",
     "windowperiod",
     "watermarkdelay",
 }
@@ -198,6 +199,7 @@ class SourceOptions:
     trim: bool = False  # XTRIM MINID the entries Spark has committed
     controller: str | None = None  # host:port of the application's scheduling controller (control/)
     controller_query: str | None = None  # the name this query registers under (default: its state id)
+    controller_secret: str | None = field(default=None, repr=False)  # what the controller checks (never logged)
     window_period: float = 0.0  # the query's window slide: the SWM period Klink estimates (0: unknown)
     watermark_delay: float = 0.0  # the query's watermark delay (withWatermark), for SWM deadlines
 
@@ -274,6 +276,7 @@ class SourceOptions:
             trim=_bool(opts.get("trim", "false"), "trim"),
             controller=opts.get("controller") or None,
             controller_query=opts.get("controllerquery") or None,
+            controller_secret=opts.get("controllersecret") or None,
             window_period=parse_duration(opts.get("windowperiod", "0")),
             watermark_delay=parse_duration(opts.get("watermarkdelay", "0")),
         )

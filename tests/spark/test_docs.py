@@ -79,8 +79,8 @@ def _invoke(capsys, args: list[str]) -> tuple[int, str]:
 def workdir(tmp_path, monkeypatch, spark):
     """A scratch checkout: examples/ copied, a tiny Linear Road input in DIR, the shared session for every
     command (the corpus job would otherwise build and stop its own)."""
-    from adaptstream_bench.costmodel import simcorpus as corpus_mod
     from adaptstream.workloads import LinearRoadGeneratorConfig, write_run
+    from adaptstream_bench.costmodel import simcorpus as corpus_mod
 
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     write_run(LinearRoadGeneratorConfig(seed=1, segment_capacity=15.0).build(), None, str(tmp_path / "DIR"), [100] * 6)

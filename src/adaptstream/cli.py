@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from adaptstream.admission import ADMISSION
@@ -179,7 +180,7 @@ def run(
         typer.Option(
             metavar="DIR|URL",
             help="read standard CSV files from DIR, or the entries of a Redis "
-            "stream redis://HOST:PORT/STREAM[,STREAM2], instead of the "
+            "stream redis[s]://[USER[:PASSWORD]@]HOST:PORT[/DB]/STREAM[,STREAM2], instead of the "
             "generator (implies --drain)",
         ),
     ] = None,
@@ -305,7 +306,12 @@ def run(
 
 @app.command()
 def produce(
-    to: Annotated[str, typer.Option(metavar="URL", help="redis://HOST:PORT/STREAM[,STREAM2] (rows alternate)")],
+    to: Annotated[
+        str,
+        typer.Option(
+            metavar="URL", help="redis[s]://[USER[:PASSWORD]@]HOST:PORT[/DB]/STREAM[,STREAM2] (rows alternate)"
+        ),
+    ],
     workload: WorkloadOpt = "LR1S",
     rate: RateOpt = 1000,
     duration: Annotated[int, typer.Option(min=1, metavar="SECONDS", help="seconds of input to write")] = 60,
@@ -418,7 +424,7 @@ _register_subapps()
 def _fail(message: str, code: int, hint: bool = True) -> None:
     if debug_enabled():
         traceback.print_exc()
-    err_console.print(f"[bold red]error:[/] {message}", soft_wrap=True, highlight=False, markup=True)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True, highlight=False, markup=True)
     if hint and not debug_enabled():
         err_console.print(f"(run with --debug or {DEBUG_ENV}=1 for the full traceback)", style="dim")
     sys.exit(code)

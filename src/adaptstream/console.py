@@ -8,6 +8,8 @@ import shutil
 from rich.console import Console
 from rich.table import Table
 
+from adaptstream.connectors.redis import redact
+
 console = Console()
 err_console = Console(stderr=True)
 
@@ -35,7 +37,7 @@ def print_table(results) -> None:
     console.print(LEGEND, style="dim")
     for r in results:
         if r.summary.datasets == 0:
-            where = f"--input {r.spec.input_dir}" if r.spec.input_dir else "the generator"
+            where = f"--input {redact(r.spec.input_dir)}" if r.spec.input_dir else "the generator"
             console.print(
                 f"[bold yellow]no input:[/] {r.spec.label()} processed no datasets from {where} "
                 f"({r.summary.quarantined} malformed rows quarantined); the figures are n/a."

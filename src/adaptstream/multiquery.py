@@ -29,7 +29,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -237,7 +237,7 @@ def run_multi(
                 "start_delays": delays,
                 "controller": stats,
                 "wall_seconds": wall,
-                "specs": [asdict(s) for s in specs],
+                "specs": [s.record() for s in specs],
                 "gated": controller is not None,
                 "together": bool(gates),
                 "fair_pools": pools,

@@ -48,6 +48,12 @@ class RunSpec:
     def label(self) -> str:
         return f"{self.workload}-{self.admission}"
 
+    def record(self) -> dict:
+        """The spec as run.json and multi.json keep it: a Redis URL's password masked."""
+        from adaptstream.connectors.redis import redact
+
+        return {**asdict(self), "input_dir": redact(self.input_dir) if self.input_dir else self.input_dir}
+
 
 @dataclass
 class RunResult:
@@ -129,7 +135,7 @@ def progress_snapshot(metrics_dir: str, warmup: float = 0.0) -> dict:
 
 
 def is_redis_url(value: str | None) -> bool:
-    return bool(value) and str(value).startswith("redis://")
+    return bool(value) and str(value).startswith(("redis://", "rediss://"))
 
 
 def source_options(spec: RunSpec, workload, run_dir: str) -> dict[str, str]:
@@ -304,7 +310,7 @@ def run_workload(
     with open(os.path.join(run_dir, "run.json"), "w") as f:
         json.dump(
             {
-                "spec": asdict(spec),
+                "spec": spec.record(),
                 "started": time.time(),
                 "machine": _machine(),
                 "spark": spark.version,

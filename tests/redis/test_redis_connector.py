@@ -20,6 +20,7 @@ from adaptstream.connectors.redis import (
     parse_entries,
     parse_url,
     read_piece,
+    redact,
 )
 from adaptstream.connectors.redis_produce import entries_of, produce
 from adaptstream.connectors.traffic import build_traffic
@@ -182,7 +183,7 @@ def test_cli_run_and_produce_against_an_unreachable_server_fail_in_one_line(monk
         assert exc.value.code == 1 and "127.0.0.1:1" in text and "Traceback" not in text
     with pytest.raises(SystemExit) as exc:
         cli.main(["run", "--input", "redis://nohost/s"])
-    assert exc.value.code == 2 and "redis://HOST:PORT/STREAM" in capsys.readouterr().err
+    assert exc.value.code == 2 and "HOST:PORT[/DB]/STREAM" in capsys.readouterr().err
 
 
 def test_server_down_then_back_waits_then_fails_after_the_timeout_and_loses_nothing(own_redis_server, tmp_path):
@@ -245,3 +246,78 @@ def test_paced_producer_spreads_each_second_over_that_second(redis_server):
     )
     assert stats.entries == 100 and redis_server.client().xlen(s) == 100
     assert t[0] >= 101.8 and len(slept) == 9  # slices at 0.2 s steps over two seconds (the first is due at once)
+
+
+# -- credentials (#57 item 5) ---------------------------------------------------------------------------------------
+def test_the_url_grammar_takes_user_password_database_and_tls(monkeypatch):
+    monkeypatch.delenv("ADAPTSTREAM_REDIS_PASSWORD", raising=False)
+    a = parse_url("redis://reader:p%40ss%2Fw@127.0.0.1:6380/3/s1,s2")
+    assert (a.user, a.password, a.db, a.tls, a.streams) == ("reader", "p@ss/w", 3, False, ("s1", "s2"))
+    assert a.where == "127.0.0.1:6380/3" and a.url == "redis://reader:***@127.0.0.1:6380/3/s1,s2"
+    assert "p@ss" not in repr(a) and "p@ss" not in a.url
+    assert parse_url("rediss://:only-pw@h:1/s").tls and parse_url("rediss://:only-pw@h:1/s").password == "only-pw"
+    plain = parse_url("redis://h:1/s")
+    assert (plain.user, plain.password, plain.db) == (None, None, 0)
+    monkeypatch.setenv("ADAPTSTREAM_REDIS_PASSWORD", "from-env")
+    assert parse_url("redis://h:1/s").password == "from-env"  # the environment, when the URL and options give none
+    assert parse_url("redis://u:from-url@h:1/s").password == "from-url"
+    assert parse_url("redis://u:from-url@h:1/s", user="v", password="from-opt").password == "from-opt"
+    with pytest.raises(ConfigError) as bad:
+        parse_url("redis://u:topsecret@nohost/s")
+    assert "topsecret" not in str(bad.value) and "u:***@" in str(bad.value)
+    assert redact("--input redis://u:topsecret@h:1/s") == "--input redis://u:***@h:1/s"
+
+
+def test_the_password_options_never_show_in_the_options_repr(tmp_path):
+    opts = SourceOptions.parse(
+        {
+            "path": "redis://127.0.0.1:6379/s",
+            "statePath": str(tmp_path),
+            "redisUser": "reader",
+            "redisPassword": "opt-secret",
+        }
+    )
+    assert opts.redis_address().password == "opt-secret" and opts.redis_address().user == "reader"
+    assert "opt-secret" not in repr(opts) and "opt-secret" not in repr(opts.redis_address())
+
+
+@pytest.fixture
+def locked_server(own_redis_server):
+    """A real redis-server that requires a password, with an ACL user 'reader' of its own."""
+    r = own_redis_server.client()
+    r.execute_command("ACL", "SETUSER", "reader", "on", ">reader-pw", "~*", "+@all")
+    r.config_set("requirepass", "default-pw")
+    own_redis_server.client = lambda: __import__("redis").Redis(  # type: ignore[method-assign]
+        host="127.0.0.1", port=own_redis_server.port, password="default-pw"
+    )
+    return own_redis_server
+
+
+def test_a_password_server_reads_with_url_or_option_credentials_and_refuses_wrong_ones(locked_server, tmp_path):
+    s = _stream()
+    locked_server.client().xadd(s, {"row": "a,1"})
+    base = f"127.0.0.1:{locked_server.port}/{s}"
+    for addr in (parse_url(f"redis://reader:reader-pw@{base}"), parse_url(f"redis://{base}", "reader", "reader-pw")):
+        check_reachable(addr)
+        c = RedisConnector(Manifest(str(tmp_path / f"m-{addr.user}-{id(addr)}.jsonl")), addr, str(tmp_path))
+        c.start()
+        c.stop()
+    check_reachable(parse_url(f"redis://:default-pw@{base}"))  # the default user's password
+    for url in (f"redis://reader:wrong-pw@{base}", f"redis://{base}", f"redis://nobody:reader-pw@{base}"):
+        with pytest.raises(ConnectorError) as refused:
+            check_reachable(parse_url(url))
+        text = str(refused.value)
+        assert "refused" in text and "\n" not in text and "reader-pw" not in text and "wrong-pw" not in text
+
+
+def test_cli_run_with_a_wrong_password_is_one_line_exit_1(locked_server, monkeypatch, capsys):
+    def refuse(*args, **kwargs):
+        raise AssertionError("Spark started for a run that must fail before it")
+
+    monkeypatch.setattr(adaptstream.spark.session, "build_spark", refuse)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "--input", f"redis://reader:wrong-pw@127.0.0.1:{locked_server.port}/s"])
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert exc.value.code == 1 and "refused user 'reader'" in text
+    assert "wrong-pw" not in text and "Traceback" not in text

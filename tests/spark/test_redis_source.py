@@ -342,5 +342,52 @@ def test_cli_run_drains_a_stream(spark, redis_server, tmp_path):
 
 
 def test_producer_url_must_name_a_stream():
-    with pytest.raises(Exception, match="redis://HOST:PORT/STREAM"):
+    with pytest.raises(Exception, match=r"HOST:PORT\[/DB\]/STREAM"):
         parse_url("redis://127.0.0.1:6379")
+
+
+def test_a_password_server_through_spark_and_the_cli_never_writes_the_password(spark, own_redis_server, tmp_path):
+    """An ACL user's credentials from the options (Spark) and from the URL (CLI): the entries are read exactly, and
+    the password is in no file of the run directory (run.json, metrics, results, spark.log) nor in the output."""
+    import redis
+    from adaptstream import cli
+
+    admin = own_redis_server.client()
+    admin.execute_command("ACL", "SETUSER", "reader", "on", ">Rd-pw-8813", "~*", "+@all")
+    admin.config_set("requirepass", "Adm-pw-2291")
+    r = redis.Redis(host="127.0.0.1", port=own_redis_server.port, password="Adm-pw-2291")
+    stream = _stream()
+    for i in range(40):
+        r.xadd(stream, {"row": f"k{i % 3},{i}"})
+    _closed(r, stream)
+    url = f"redis://127.0.0.1:{own_redis_server.port}/{stream}"
+    q = (
+        _reader(spark, url, str(tmp_path / "state"), redisUser="reader", redisPassword="Rd-pw-8813")
+        .writeStream.format("memory")
+        .queryName("redis_password")
+        .trigger(availableNow=True)
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .start()
+    )
+    try:
+        assert q.awaitTermination(120) and q.exception() is None
+    finally:
+        q.stop()
+    got = sorted(tuple(x) for x in spark.table("redis_password").collect())
+    assert got == sorted(_stream_rows(r, stream))
+
+    gen = LinearRoadGeneratorConfig(seed=5, segment_capacity=15.0).build()
+    lr = _stream()
+    for k in range(6):
+        write_entries(r, (lr,), entries_of(gen.generate(k, 50)))
+    run_dir = tmp_path / "run"
+    secret_url = f"redis://reader:Rd-pw-8813@127.0.0.1:{own_redis_server.port}/{lr}"
+    try:
+        cli.main(["run", "--workload", "LR1S", "--admission", "asap", "--input", secret_url, "--run-dir", str(run_dir)])
+    except SystemExit as exc:
+        assert exc.code in (0, None)
+    with open(run_dir / "metrics" / "datasets.jsonl") as f:
+        assert sum(json.loads(line)["rows"] for line in f if '"sentinel": false' in line) == 300
+    leaked = [str(p) for p in run_dir.rglob("*") if p.is_file() and b"Rd-pw-8813" in p.read_bytes()]
+    assert leaked == []
+    assert json.loads((run_dir / "run.json").read_text())["spec"]["input_dir"].startswith("redis://reader:***@")

@@ -1,7 +1,8 @@
 """The Redis Streams connector: datasets are runs of stream entries, discovered on the driver from metadata only and
 read on the executors by exact entry-ID ranges.
 
-* Address: ``redis://HOST:PORT/STREAM[,STREAM2...]`` (several streams per query).
+* Address: ``redis[s]://[USER[:PASSWORD]@]HOST:PORT[/DB]/STREAM[,STREAM2...]`` (several streams per query;
+  credentials also from the options redisUser / redisPassword or ADAPTSTREAM_REDIS_PASSWORD, never printed).
 * A dataset is the entries of one arrival group: entry IDs are ``<ms>-<seq>`` and the ms part is the entry's
   arrival time on the server, so entries whose ms fall in the same ``datasetSeconds`` window (default 1 s) form one
   dataset, split into pieces of at most ``maxDatasetEntries`` so that no Spark task reads an unbounded range.
@@ -42,7 +43,14 @@ ENTRY_FORMATS = ("row", "fields")
 STARTING_POSITIONS = ("earliest", "latest")
 XRANGE_CHUNK = 10_000  # entries per XRANGE round trip on the executors
 SCAN_LIMIT = 20_000  # entries one discovery script call walks at most (the server is busy while it runs)
-_URL = re.compile(r"^redis://(?P<host>[^:/]+):(?P<port>[0-9]{1,5})/(?P<streams>[^/?#]+)$")
+#: redis[s]://[USER[:PASSWORD]@]HOST:PORT[/DB]/STREAM[,STREAM2]: with two path segments the first is the database
+_URL = re.compile(
+    r"^(?P<scheme>rediss?)://(?:(?P<user>[^:@/]*)(?::(?P<password>[^@/]*))?@)?(?P<host>[^:/@]+):(?P<port>[0-9]{1,5})"
+    r"(?:/(?P<db>[0-9]+))?/(?P<streams>[^/?#]+)$"
+)
+GRAMMAR = "redis[s]://[USER[:PASSWORD]@]HOST:PORT[/DB]/STREAM[,STREAM2]"
+PASSWORD_ENV = "ADAPTSTREAM_REDIS_PASSWORD"
+_USERINFO = re.compile(r"(rediss?://[^:@/]*):[^@/]*@")
 T = TypeVar("T")
 
 
@@ -52,22 +60,53 @@ class RedisAddress:
     host: str
     port: int
     streams: tuple[str, ...]
+    user: str | None = None
+    password: str | None = dc_field(default=None, repr=False)  # never printed, logged or written
+    db: int = 0
+    tls: bool = False
 
     @property
     def where(self) -> str:
-        return f"{self.host}:{self.port}"
+        """HOST:PORT[/DB]: what messages name (no credentials)."""
+        return f"{self.host}:{self.port}" + (f"/{self.db}" if self.db else "")
+
+    @property
+    def url(self) -> str:
+        """The address as a URL with the password masked."""
+        who = f"{self.user or ''}{':***' if self.password else ''}@" if self.user or self.password else ""
+        return f"{'rediss' if self.tls else 'redis'}://{who}{self.where}/{','.join(self.streams)}"
 
 
-def parse_url(url: str) -> RedisAddress:
+def redact(text: str) -> str:
+    """``text`` with the password of any redis:// URL in it masked (for run.json, logs, messages)."""
+    return _USERINFO.sub(r"\1:***@", str(text))
+
+
+def parse_url(url: str, user: str | None = None, password: str | None = None) -> RedisAddress:
+    """The address of :data:`GRAMMAR`. ``user`` / ``password`` (the options ``redisUser`` / ``redisPassword``) take
+    precedence over the URL's; without either, the password comes from ``ADAPTSTREAM_REDIS_PASSWORD`` if set."""
+    from urllib.parse import unquote
+
     m = _URL.match(str(url).strip())
     if not m or not 0 < int(m.group("port")) < 65536:
-        msg = f"a Redis input must look like redis://HOST:PORT/STREAM[,STREAM2], got {url!r}"
+        msg = f"a Redis input must look like {GRAMMAR}, got {redact(url)!r}"
         raise ConfigError(msg)
     streams = tuple(s.strip() for s in m.group("streams").split(",") if s.strip())
     if not streams or len(set(streams)) != len(streams):
-        msg = f"a Redis input names one or more distinct streams after the port, got {url!r}"
+        msg = f"a Redis input names one or more distinct streams after the port, got {redact(url)!r}"
         raise ConfigError(msg)
-    return RedisAddress(m.group("host"), int(m.group("port")), streams)
+    url_user = unquote(m.group("user")) if m.group("user") else None
+    url_password = unquote(m.group("password")) if m.group("password") is not None else None
+    secret = password or url_password or os.environ.get(PASSWORD_ENV) or None
+    return RedisAddress(
+        m.group("host"),
+        int(m.group("port")),
+        streams,
+        user=user or url_user,
+        password=secret,
+        db=int(m.group("db") or 0),
+        tls=m.group("scheme") == "rediss",
+    )
 
 
 def id_key(entry_id: str | bytes) -> tuple[int, int]:
@@ -97,6 +136,10 @@ def client(addr: RedisAddress, timeout: float = 10.0):
     return redis.Redis(
         host=addr.host,
         port=addr.port,
+        db=addr.db,
+        username=addr.user,
+        password=addr.password,
+        ssl=addr.tls,
         socket_connect_timeout=2.0,
         socket_timeout=max(timeout, 5.0),
         retry=Retry(NoBackoff(), 0),
@@ -109,10 +152,28 @@ def _transient() -> tuple[type[BaseException], ...]:
     return (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError, OSError)
 
 
+def _refused() -> tuple[type[BaseException], ...]:
+    """Errors no retry mends: wrong credentials (a ConnectionError subclass, so checked first), no permission."""
+    import redis.exceptions as rx
+
+    return (rx.AuthenticationError, rx.AuthenticationWrongNumberOfArgsError, rx.NoPermissionError)
+
+
+def refused_error(addr: RedisAddress, e: BaseException) -> ConnectorError:
+    who = f"user {addr.user!r}" if addr.user else "the default user"
+    how = "with a password" if addr.password else "without a password"
+    return ConnectorError(
+        f"Redis at {addr.where} refused {who} {how}: {e} (credentials: {GRAMMAR}, options redisUser / "
+        f"redisPassword, or {PASSWORD_ENV})"
+    )
+
+
 def check_reachable(addr: RedisAddress) -> None:
     """One quick attempt: an unreachable server at start is a clear error, not a hang."""
     try:
         client(addr).ping()
+    except _refused() as e:
+        raise refused_error(addr, e) from None
     except _transient() as e:
         msg = f"cannot reach Redis at {addr.where} (is redis-server running there?): {e}"
         raise ConnectorError(msg) from None
@@ -125,6 +186,8 @@ def retrying(addr: RedisAddress, timeout: float, what: str, fn: Callable[[], T])
     while True:
         try:
             return fn()
+        except _refused() as e:  # the server restarted with other credentials: waiting does not help
+            raise refused_error(addr, e) from None
         except _transient() as e:
             if time.time() >= deadline:
                 msg = f"Redis at {addr.where} unreachable for {timeout:g} s (option redisTimeout) while {what}: {e}"
@@ -337,6 +400,8 @@ class RedisConnector(Connector):
     def poll(self) -> list[DatasetRef]:
         try:
             pieces = self._discover()
+        except _refused() as e:
+            raise refused_error(self.addr, e) from None
         except _transient() as e:
             now = self.clock()
             if self._down_since is None:

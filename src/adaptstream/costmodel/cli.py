@@ -15,6 +15,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from adaptstream.costmodel.optimizer import TARGETS
@@ -33,7 +34,7 @@ def clean_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except AdaptstreamError as exc:
-            console.print(f"[red]error:[/red] {exc}", soft_wrap=True, highlight=False)
+            console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True, highlight=False)
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]

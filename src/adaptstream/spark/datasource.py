@@ -55,11 +55,9 @@ def build_connector(opts: SourceOptions, manifest: Manifest, on_changed=None, st
     from adaptstream.connectors.files import FilesConnector
 
     if opts.connector == "redis":
-        from adaptstream.connectors.redis import parse_url
-
         return RedisConnector(
             manifest,
-            parse_url(str(opts.path)),
+            opts.redis_address(),
             state_dir,
             group_seconds=opts.dataset_seconds,
             max_piece=opts.max_dataset_entries,

@@ -62,6 +62,8 @@ _KNOWN = {
     "maxdatasetentries",
     "startingposition",
     "redistimeout",
+    "redisuser",
+    "redispassword",
     "trim",
     "controller",
     "controllerquery",
@@ -196,6 +198,8 @@ class SourceOptions:
     max_dataset_entries: int = 20_000  # a dataset piece holds at most this many entries (one task reads >= 1 piece)
     starting_position: str = "earliest"  # earliest | latest, fixed when the query first starts
     redis_timeout: float = 30.0  # how long the query waits for an unreachable server before it fails
+    redis_user: str | None = None  # ACL user (else the URL's, else the default user)
+    redis_password: str | None = field(default=None, repr=False)  # else the URL's, else ADAPTSTREAM_REDIS_PASSWORD
     trim: bool = False  # XTRIM MINID the entries Spark has committed
     controller: str | None = None  # host:port of the application's scheduling controller (control/)
     controller_query: str | None = None  # the name this query registers under (default: its state id)
@@ -212,7 +216,7 @@ class SourceOptions:
             raise ConfigError(msg)
         if "input" in opts:  # the CLI's name for path; a redis:// URL selects the Redis connector
             opts.setdefault("path", opts["input"])
-        default_connector = "redis" if str(opts.get("path", "")).startswith("redis://") else "files"
+        default_connector = "redis" if str(opts.get("path", "")).startswith(("redis://", "rediss://")) else "files"
         connector = opts.get("connector", default_connector).lower()
         if connector not in CONNECTORS:
             msg = f"unknown connector {connector!r}; valid choices: {', '.join(CONNECTORS)}"
@@ -273,6 +277,8 @@ class SourceOptions:
             max_dataset_entries=_int(opts.get("maxdatasetentries", "20000"), "maxDatasetEntries", minimum=1),
             starting_position=opts.get("startingposition", "earliest").lower(),
             redis_timeout=parse_duration(opts.get("redistimeout", "30")),
+            redis_user=opts.get("redisuser") or None,
+            redis_password=opts.get("redispassword") or None,
             trim=_bool(opts.get("trim", "false"), "trim"),
             controller=opts.get("controller") or None,
             controller_query=opts.get("controllerquery") or None,
@@ -332,12 +338,12 @@ class SourceOptions:
             raise ConfigError(msg)
 
     def _validate_redis(self) -> None:
-        from adaptstream.connectors.redis import ENTRY_FORMATS, STARTING_POSITIONS, parse_url
+        from adaptstream.connectors.redis import ENTRY_FORMATS, STARTING_POSITIONS
 
         if not self.path:
-            msg = "the redis connector needs .option('path', 'redis://HOST:PORT/STREAM[,STREAM2]')"
+            msg = "the redis connector needs .option('path', 'redis[s]://[USER[:PASSWORD]@]HOST:PORT[/DB]/STREAM')"
             raise ConfigError(msg)
-        parse_url(self.path)
+        self.redis_address()
         if self.entry_format not in ENTRY_FORMATS:
             msg = f"unknown entryFormat {self.entry_format!r}; valid choices: {', '.join(ENTRY_FORMATS)}"
             raise ConfigError(msg)
@@ -353,6 +359,12 @@ class SourceOptions:
         if self.redis_timeout <= 0:
             msg = f"option redisTimeout must be > 0 seconds, got {self.redis_timeout}"
             raise ConfigError(msg)
+
+    def redis_address(self):
+        """The server and streams to read, with the credentials of the options, the URL or the environment."""
+        from adaptstream.connectors.redis import parse_url
+
+        return parse_url(str(self.path), self.redis_user, self.redis_password)
 
     def redis_entry_format(self):
         from adaptstream.connectors.redis import EntryFormat

@@ -88,6 +88,8 @@ def build_spark(
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
+        # the credentials of a redis:// URL in a source's path option never reach plans, logs or the UI
+        .config("spark.sql.redaction.string.regex", r"(?i)rediss?://[^@/\s]*@")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.streaming.numRecentProgressUpdates", "1000")

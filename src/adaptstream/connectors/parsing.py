@@ -108,8 +108,8 @@ def parse_csv(
     null_value: str = "",
     multiline: bool = True,
 ) -> ParseResult:
-    if not data.strip():
-        return ParseResult(schema.empty_table())
+    if not data.strip() or (header and not data.partition(b"\n")[2].strip()):
+        return ParseResult(schema.empty_table())  # nothing, or a header line alone (pyarrow cannot skip it)
     names = schema.names
     try:
         if not data.isascii():  # pyarrow cannot hand a non-UTF-8 row to the invalid-row handler: slow path first

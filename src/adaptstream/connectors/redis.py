@@ -559,8 +559,45 @@ def parse_entries(entries: list, schema: pa.Schema, fmt: EntryFormat) -> ParseRe
         ids.append(_s(eid))
     if not values:
         return ParseResult(schema.empty_table(), bad)
+    # One entry is one record. Entries with a line break (or blank) are parsed one by one; the others together,
+    # unless an unclosed quote joined two of them (fewer records than entries), when they are parsed one by one.
+    single = [i for i, v in enumerate(values) if b"\n" in v or b"\r" in v or not v.strip()]
+    rest = [i for i in range(len(values)) if i not in set(single)] if single else list(range(len(values)))
+    tables: list[pa.Table] = []
+    if rest:
+        joined = _parse_joined([values[i] for i in rest], [ids[i] for i in rest], schema, fmt)
+        if joined is None:
+            single, rest = list(range(len(values))), []
+        else:
+            tables.append(joined.table)
+            bad += joined.bad
+    for i in sorted(single):
+        one = parse_bytes(values[i] + b"\n", schema, fmt.file, header=False)
+        if one.table.num_rows + len(one.bad) != 1:
+            n = one.table.num_rows + len(one.bad)
+            bad.append(_bad(ids[i], {key: values[i]}, f"the entry holds {n} records, not one"))
+        elif one.bad:
+            bad.append(
+                {
+                    "row": None,
+                    "offset": ids[i],
+                    "id": ids[i],
+                    "raw": one.bad[0].get("raw"),
+                    "reason": one.bad[0]["reason"],
+                }
+            )
+        else:
+            tables.append(one.table)
+    return ParseResult(pa.concat_tables(tables) if tables else schema.empty_table(), bad)
+
+
+def _parse_joined(values: list[bytes], ids: list[str], schema: pa.Schema, fmt: EntryFormat) -> ParseResult | None:
+    """Entries without line breaks parsed as one text (the fast path); None when an unclosed quote joined some."""
     starts = np.concatenate([[0], np.cumsum([len(v) + 1 for v in values])[:-1]]).tolist()
     res = parse_bytes(b"\n".join(values) + b"\n", schema, fmt.file, header=False)
+    if res.table.num_rows + len(res.bad) != len(values):
+        return None
+    bad = []
     for b in res.bad:
         k = bisect.bisect_right(starts, b["offset"]) - 1 if b.get("offset") is not None else (b.get("row") or 0) - 1
         eid = ids[k] if 0 <= k < len(ids) else None

@@ -192,6 +192,21 @@ def test_timestamp_column_through_source(spark, tmp_path):
     assert sorted((r[0][0], r[1]) for r in got) == expected
 
 
+def _drain_three_files(spark, src: str, run: str, ck: str, first: int, out: str | None = None) -> None:
+    """Write files first..first+2 (10 rows each), drain them under lmstream one file per batch (AvailableNow) into
+    ``out`` as Parquet, or into the noop sink."""
+    for i in range(first, first + 3):
+        _write(f"{src}/{i:03d}.csv", [f"k{j},{i}" for j in range(10)])
+    w = _stream(spark, src, run, admission="lmstream", slide="0", maxFilesPerTrigger="1").writeStream
+    w = w.format("parquet").option("path", out) if out else w.format("noop")
+    q = w.trigger(availableNow=True).option("checkpointLocation", ck).start()
+    try:
+        assert q.awaitTermination(120)
+        assert q.exception() is None
+    finally:
+        q.stop()
+
+
 def test_policy_state_survives_a_restart(spark, tmp_path):
     """What LMStream learned (rows and processing time so far, Eq. 4) is saved at each commit and resumed."""
     src, run, ck = str(tmp_path / "in"), str(tmp_path / "run"), str(tmp_path / "ck")
@@ -202,19 +217,7 @@ def test_policy_state_survives_a_restart(spark, tmp_path):
             return json.load(f)["policies"]["admission"]["state"]
 
     def drain(first: int) -> None:
-        for i in range(first, first + 3):
-            _write(f"{src}/{i:03d}.csv", [f"k{j},{i}" for j in range(10)])
-        q = (
-            _stream(spark, src, run, admission="lmstream", slide="0", maxFilesPerTrigger="1")
-            .writeStream.format("noop")
-            .trigger(availableNow=True)
-            .option("checkpointLocation", ck)
-            .start()
-        )
-        try:
-            assert q.awaitTermination(120)
-        finally:
-            q.stop()
+        _drain_three_files(spark, src, run, ck, first)
 
     drain(0)
     before = state()
@@ -233,21 +236,7 @@ def test_a_torn_policy_state_file_never_stops_the_query(spark, tmp_path):
     state_file = f"{run}/metrics/source/policies.json"
 
     def drain(first: int) -> None:
-        for i in range(first, first + 3):
-            _write(f"{src}/{i:03d}.csv", [f"k{j},{i}" for j in range(10)])
-        q = (
-            _stream(spark, src, run, admission="lmstream", slide="0", maxFilesPerTrigger="1")
-            .writeStream.format("parquet")
-            .option("path", out)
-            .trigger(availableNow=True)
-            .option("checkpointLocation", ck)
-            .start()
-        )
-        try:
-            assert q.awaitTermination(120)
-            assert q.exception() is None
-        finally:
-            q.stop()
+        _drain_three_files(spark, src, run, ck, first, out)
 
     drain(0)
     with open(state_file, "a") as f:

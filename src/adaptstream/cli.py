@@ -408,7 +408,15 @@ def _load_plugins(groups: dict) -> bool:
 
     loaded = False
     for ep in entry_points(group=PLUGINS):
-        ep.load()(app, groups)
+        try:
+            ep.load()(app, groups)
+        except Exception as e:  # a broken add-on must not take the core commands down with it
+            err_console.print(
+                f"warning: add-on commands {ep.name!r} not loaded: {type(e).__name__}: {e}",
+                markup=False,
+                soft_wrap=True,
+            )
+            continue
         loaded = True
     return loaded
 

@@ -55,3 +55,18 @@ def test_bench_without_the_harness_says_how_to_install_it() -> None:
     assert done.returncode == 1
     assert "the benchmark harness is not installed: pip install -e benchmarks" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_broken_add_on_leaves_the_core_commands_working() -> None:
+    code = (
+        "import importlib.metadata as m\n"
+        "class EP:\n"
+        "    name = 'bench'\n"
+        "    def load(self):\n"
+        "        raise ImportError('adaptstream_bench is half installed')\n"
+        "m.entry_points = lambda **k: [EP()]\n"
+        "from adaptstream.cli import main; main(['partitioning', 'list'])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "prompt" in done.stdout
+    assert "add-on commands 'bench' not loaded: ImportError: adaptstream_bench is half installed" in done.stderr

@@ -8,8 +8,6 @@ import shutil
 from rich.console import Console
 from rich.table import Table
 
-from adaptstream.connectors.redis import redact
-
 console = Console()
 err_console = Console(stderr=True)
 
@@ -24,6 +22,7 @@ def fresh_dir(path: str) -> str:
 
 def print_table(results) -> None:
     """One column per run and one row per figure: fits a narrow terminal however many figures we report."""
+    from adaptstream.connectors.redis import redact
     from adaptstream.report import COLUMNS, LEGEND, comparison_rows
 
     table = Table(title="adaptstream results")

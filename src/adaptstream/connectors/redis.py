@@ -562,7 +562,8 @@ def parse_entries(entries: list, schema: pa.Schema, fmt: EntryFormat) -> ParseRe
     # One entry is one record. Entries with a line break (or blank) are parsed one by one; the others together,
     # unless an unclosed quote joined two of them (fewer records than entries), when they are parsed one by one.
     single = [i for i, v in enumerate(values) if b"\n" in v or b"\r" in v or not v.strip()]
-    rest = [i for i in range(len(values)) if i not in set(single)] if single else list(range(len(values)))
+    odd = set(single)
+    rest = [i for i in range(len(values)) if i not in odd]
     tables: list[pa.Table] = []
     if rest:
         joined = _parse_joined([values[i] for i in rest], [ids[i] for i in rest], schema, fmt)

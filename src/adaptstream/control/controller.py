@@ -269,8 +269,8 @@ class Controller:
             return {"ok": True}
         if op == "register":
             q = str(msg["query"])
-            if q not in self.last_seen and len(self.last_seen) >= MAX_LIVE:
-                return {"ok": False, "error": f"too many queries registered (at most {MAX_LIVE})"}
+            if (full := self._full(q)) is not None:
+                return full
             streams = {k: (float(v[0]), float(v[1])) for k, v in (msg.get("streams") or {}).items()}
             p.register(q, streams, now)
             self.last_seen[q] = now
@@ -280,8 +280,8 @@ class Controller:
         if op == "poll":
             q = str(msg["query"])
             new = q not in self.last_seen  # expired, or never registered here: its source registers again
-            if new and len(self.last_seen) >= MAX_LIVE:
-                return {"ok": False, "error": f"too many queries registered (at most {MAX_LIVE})"}
+            if (full := self._full(q)) is not None:
+                return full
             self.last_seen[q] = now
             for ev in msg.get("progress") or ():
                 p.progress(
@@ -320,6 +320,12 @@ class Controller:
         if op == "stats":
             return {"ok": True, **self.stats()}
         return {"ok": False, "error": f"unknown op {op!r}"}
+
+    def _full(self, query: str) -> dict[str, Any] | None:
+        """The refusal for a query new to the controller when MAX_LIVE queries are registered, else None."""
+        if query in self.last_seen or len(self.last_seen) < MAX_LIVE:
+            return None
+        return {"ok": False, "error": f"too many queries registered (at most {MAX_LIVE})"}
 
     def _expire_idle(self) -> None:
         """Forget queries that sent nothing for ``expire`` seconds: their sources stopped without a ``bye``."""

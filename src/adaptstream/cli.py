@@ -195,6 +195,14 @@ def run(
     master: MasterOpt = "local[2]",
     partitioner: PartitionerOpt = "time",
     num_blocks: Annotated[int, typer.Option(min=1, metavar="N", help="Spark input partitions per micro-batch")] = 2,
+    admission_params: Annotated[
+        str,
+        typer.Option(metavar="K=V;K=V", help="fields of the --admission policy, e.g. 'history=8;margin_z=2'"),
+    ] = "",
+    partitioner_params: Annotated[
+        str,
+        typer.Option(metavar="K=V;K=V", help="fields of the --partitioner, e.g. 'choices=3;cardinality=hll'"),
+    ] = "",
     scheduler: SchedulerOpt = "default",
     scheduler_params: Annotated[
         str,
@@ -257,6 +265,8 @@ def run(
             drain=drain,
             partitioner=partitioner,
             num_blocks=num_blocks,
+            admission_params=admission_params,
+            partitioner_params=partitioner_params,
         )
         return
     name = workloads[0]
@@ -277,6 +287,8 @@ def run(
         drain=drain,
         partitioner=partitioner,
         num_blocks=num_blocks,
+        admission_params=admission_params,
+        partitioner_params=partitioner_params,
         reduce=reduce,
         reduce_buckets=reduce_buckets,
         elastic=elastic,
@@ -378,6 +390,30 @@ def demo(
     md = write_comparison(results, run_dir, f"adaptstream demo: {workload}, {traffic} traffic at {rate} rows/s")
     _print_table(results)
     console.print(f"comparison: [bold]{md}[/] and plots in {run_dir} (Spark's log: {run_dir}/spark.log)")
+
+
+@app.command()
+def options(
+    connector: Annotated[
+        str | None, typer.Option(metavar="NAME", help="only the options of this connector (and the common ones)")
+    ] = None,
+) -> None:
+    """List every option of format("adaptstream"): Spark name, kind, default and meaning (from the code)."""
+    from rich.table import Table
+
+    from adaptstream.spark.options import option_table
+
+    table = Table(title='spark.readStream.format("adaptstream") options')
+    for col in ("option", "applies to", "kind", "default", "meaning"):
+        table.add_column(col)
+    for row in option_table(connector):
+        table.add_row(*row)
+    console.print(table)
+    console.print(
+        "Policy parameters: admissionParams / partitionerParams 'name=value;name=value'; "
+        "`adaptstream partitioning list` and docs/ name each policy's fields.",
+        style="dim",
+    )
 
 
 def _register_subapps() -> None:

@@ -97,54 +97,24 @@ class Policy:
 
 
 def build_from_registry(registry: Any, name: str, params: Mapping[str, Any]) -> Any:
-    """The frozen config of a registered name with `params`; unknown parameters name the valid ones and option
-    strings ("3", "0.9", "true") are coerced to the field's type."""
-    import dataclasses
-
-    cls = registry.get(name)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(params) - set(fields))
-    if unknown:
-        msg = f"{registry.family} {name!r} has no parameter(s) {unknown}; valid: {sorted(fields)}"
-        raise ConfigError(msg)
-    values = {}
-    for key, value in params.items():
-        default = fields[key].default
-        if isinstance(value, str) and not isinstance(default, str) and default is not dataclasses.MISSING:
-            try:
-                if isinstance(default, bool):
-                    if value.strip().lower() not in ("true", "false"):
-                        raise ValueError(value)
-                    value = value.strip().lower() == "true"
-                else:
-                    value = type(default)(value.strip())
-            except ValueError:
-                msg = f"{registry.family} {name!r} parameter {key}={value!r} is not a valid {type(default).__name__}"
-                raise ConfigError(msg) from None
-        values[key] = value
-    return cls(**values)
+    """The frozen config of a registered name with ``params`` (see :meth:`Registry.build`)."""
+    return registry.build(name, params)
 
 
 def parse_params(text: str, option: str) -> tuple[tuple[str, float | int | str], ...]:
-    """An option's ``'name=value;name=value'`` (``--scheduler-params``, ``--elastic-params``): numbers where they
-    parse as one; names and types are checked by :func:`build_from_registry`."""
-    out: list[tuple[str, float | int | str]] = []
-    for kv in (x.strip() for x in text.split(";")):
-        if not kv:
-            continue
-        key, sep, raw = kv.partition("=")
-        if not sep or not key.strip():
-            msg = f"{option} must look like 'name=value;name=value', got {text!r}"
-            raise ConfigError(msg)
-        value: float | int | str = raw.strip()
+    """An option's ``'name=value;name=value'`` (``--scheduler-params``, ``--elastic-params``) as a hashable tuple,
+    numbers where they parse as one; names and types are checked by :meth:`Registry.build`."""
+    from adaptstream.config import parse_kv
+
+    def number(raw: str) -> float | int | str:
         for conv in (int, float):
             try:
-                value = conv(raw)
-                break
+                return conv(raw)
             except ValueError:
                 continue
-        out.append((key.strip(), value))
-    return tuple(out)
+        return raw
+
+    return tuple((k, number(v)) for k, v in parse_kv(text, option).items())
 
 
 # -- JSON helpers for snapshots -------------------------------------------------------------------------------

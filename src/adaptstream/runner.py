@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 class RunSpec:
     workload: str
     admission: str = "lmstream"
+    admission_params: str = ""  # "name=value;name=value" for the admission policy's config (e.g. history=8)
     traffic: str = "constant"
     rate: int = 1000
     duration: float = 60.0  # seconds of generated input (ignored with input_dir)
@@ -142,6 +143,7 @@ def source_options(spec: RunSpec, workload, run_dir: str) -> dict[str, str]:
     metrics = os.path.join(run_dir, "metrics")
     opts = {
         "admission": spec.admission,
+        "admissionParams": spec.admission_params,
         "slide": str(workload.lmstream_slide),
         "trigger": str(spec.trigger),
         "margin": str(spec.margin),
@@ -185,6 +187,7 @@ def check_spec(spec: RunSpec, run_dir: str) -> None:
     ``SourceOptions.parse`` (the source's own validation), minus the end-of-input marker the runner writes later.
     """
     from adaptstream.admission import ADMISSION
+    from adaptstream.config import parse_kv
     from adaptstream.connectors.traffic import TRAFFIC
     from adaptstream.partitioning import make_config
     from adaptstream.spark.options import SourceOptions
@@ -193,8 +196,8 @@ def check_spec(spec: RunSpec, run_dir: str) -> None:
     workload = WORKLOADS.get(spec.workload)
     ADMISSION.get(spec.admission)
     TRAFFIC.get(spec.traffic)
-    params = dict(kv.split("=", 1) for kv in spec.partitioner_params.split(";") if "=" in kv)
-    make_config(spec.partitioner, **params)
+    make_config(spec.partitioner, **parse_kv(spec.partitioner_params, "--partitioner-params"))
+    ADMISSION.build(spec.admission, parse_kv(spec.admission_params, "--admission-params"))
     limits: tuple[tuple[str, float, float], ...] = (("rate", spec.rate, 0), ("num_blocks", spec.num_blocks, 1))
     for name, value, low in limits:
         if value < low:

@@ -277,8 +277,8 @@ def test_the_password_options_never_show_in_the_options_repr(tmp_path):
             "redisPassword": "opt-secret",
         }
     )
-    assert opts.redis_address().password == "opt-secret" and opts.redis_address().user == "reader"
-    assert "opt-secret" not in repr(opts) and "opt-secret" not in repr(opts.redis_address())
+    assert opts.conn.address().password == "opt-secret" and opts.conn.address().user == "reader"
+    assert "opt-secret" not in repr(opts) and "opt-secret" not in repr(opts.conn.address())
 
 
 @pytest.fixture

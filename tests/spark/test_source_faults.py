@@ -185,27 +185,43 @@ def test_two_queries_on_one_directory_and_a_torn_manifest_restart_cleanly(spark,
 _DRIVER = r"""
 import sys
 from adaptstream.spark.session import build_spark
-src, out, ck, state, mode = sys.argv[1:6]
+src, out, ck, state, mode, fmt = sys.argv[1:7]
 spark = build_spark(app_name="kill-test")
-df = (spark.readStream.format("adaptstream").schema("k STRING, v INT").option("path", src)
-      .option("statePath", state).option("fileStableSeconds", "0").option("maxFilesPerTrigger", "1").load())
+r = spark.readStream.format("adaptstream").option("fileFormat", fmt)
+r = r if fmt == "parquet" else r.schema("k STRING, v INT")  # Parquet: the schema of the first file
+df = (r.option("path", src).option("statePath", state).option("fileStableSeconds", "0")
+      .option("maxFilesPerTrigger", "1").load())
 w = df.writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)
 q = (w.trigger(availableNow=True) if mode == "drain" else w).start()
 q.awaitTermination()
 """
 
 
+def _put_parquet(path: str, rows: list[tuple[str, int]]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")
+    table = pa.table({"k": [r[0] for r in rows], "v": pa.array([r[1] for r in rows], pa.int32())})
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+
+
 @pytest.mark.slow
-def test_kill_9_of_the_driver_mid_stream_then_restart_loses_and_duplicates_nothing(spark, tmp_path):
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_kill_9_of_the_driver_mid_stream_then_restart_loses_and_duplicates_nothing(spark, tmp_path, fmt):
     src, out, ck, state = (str(tmp_path / p) for p in ("in", "out", "ck", "state"))
     os.makedirs(src)
     for i in range(40):
-        _put(f"{src}/{i:03d}.csv", [f"k{i},{j}" for j in range(50)])
+        if fmt == "csv":
+            _put(f"{src}/{i:03d}.csv", [f"k{i},{j}" for j in range(50)])
+        else:
+            _put_parquet(f"{src}/{i:03d}.parquet", [(f"k{i}", j) for j in range(50)])
     script = tmp_path / "driver.py"
     script.write_text(_DRIVER)
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
     proc = subprocess.Popen(
-        [sys.executable, str(script), src, out, ck, state, "run"],
+        [sys.executable, str(script), src, out, ck, state, "run", fmt],
         env=env,
         start_new_session=True,
         stdout=subprocess.DEVNULL,
@@ -218,7 +234,7 @@ def test_kill_9_of_the_driver_mid_stream_then_restart_loses_and_duplicates_nothi
         os.killpg(proc.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers, mid-batch
         proc.wait()
     done = subprocess.run(
-        [sys.executable, str(script), src, out, ck, state, "drain"],
+        [sys.executable, str(script), src, out, ck, state, "drain", fmt],
         env=env,
         timeout=300,
         capture_output=True,
@@ -227,4 +243,4 @@ def test_kill_9_of_the_driver_mid_stream_then_restart_loses_and_duplicates_nothi
     assert done.returncode == 0, done.stderr[-2000:]
     streamed = _rows(spark.read.parquet(out))
     assert len(streamed) == 40 * 50
-    assert streamed == _batch(spark, src)
+    assert streamed == (_batch(spark, src) if fmt == "csv" else _rows(spark.read.parquet(src)))

@@ -110,6 +110,9 @@ USAGE_ERRORS = [
         "has no parameter(s) ['hodl']; valid:",
     ),
     (("bench", "klink", "--policies", "klink:hold=-1"), "hold must be >= 0"),
+    (("run", "--admission-params", "histroy=8"), "has no parameter(s) ['histroy']; valid: ['estimator', 'history',"),
+    (("run", "--admission-params", "history=1"), "lmstream needs history >= 2"),
+    (("run", "--partitioner", "pk2", "--partitioner-params", "choices=x"), "choices='x' is not a valid int"),
     (("place",), "Missing argument"),
     (("place", "q.json", "h.json", "--target", "latency"), "proc-latency, e2e-latency, throughput"),
 ]

@@ -193,7 +193,7 @@ def test_source_options_validation(tmp_path):
         SourceOptions.parse({"connector": "kafka"})
     with pytest.raises(ConfigError, match="duration"):
         SourceOptions.parse({"path": str(tmp_path), "slide": "soon"})
-    with pytest.raises(ConfigError, match="startGate only applies to generated input"):
+    with pytest.raises(ConfigError, match=r"startGate \(generator connector\) do not apply to the files connector"):
         SourceOptions.parse({"path": str(tmp_path), "startGate": str(tmp_path / "gate")})
 
 

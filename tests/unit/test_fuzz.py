@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from adaptstream.connectors.parsing import FileFormat, parse_bytes
 from adaptstream.errors import AdaptstreamError
-from adaptstream.spark.options import _KNOWN, SourceOptions
+from adaptstream.spark.options import SourceOptions, known_options
 
 SCHEMA = pa.schema([("k", pa.string()), ("v", pa.int32()), ("x", pa.float64()), ("t", pa.timestamp("us", "UTC"))])
 BOUNDED = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -138,7 +138,7 @@ _option_value = st.one_of(
 
 
 @BOUNDED
-@given(st.dictionaries(st.sampled_from(sorted(_KNOWN)), _option_value, max_size=6))
+@given(st.dictionaries(st.sampled_from(sorted(known_options())), _option_value, max_size=6))
 @example({"delimiter": ";;"})
 @example({"path": "redis://u:pw@h:0/s", "statepath": "/tmp/x"})
 @example({"numblocks": "1e999"})

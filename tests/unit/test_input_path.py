@@ -17,11 +17,10 @@ from hypothesis import strategies as st
 from adaptstream.connectors.base import Manifest, StateLock, fingerprint, read_jsonl
 from adaptstream.connectors.files import FilesConnector, ignored
 from adaptstream.connectors.parsing import FileFormat, parse_csv, parse_jsonl
+from adaptstream.connectors.ranges import FileSlice, group_by_bytes, parse_slice
 from adaptstream.errors import ConfigError, ConnectorError
 from adaptstream.spark.accounting import Quarantine
 from adaptstream.spark.options import SourceOptions
-from adaptstream.spark.planner import group_by_bytes
-from adaptstream.spark.read import FileSlice, parse_slice
 
 SCHEMA = pa.schema([("k", pa.string()), ("v", pa.int32()), ("x", pa.float64())])
 
@@ -86,8 +85,8 @@ def test_parser_agrees_with_pythons_csv_module(rows):
 def test_file_format_validation():
     with pytest.raises(ConfigError, match="one character"):
         FileFormat("csv", delimiter=";;")
-    with pytest.raises(ConfigError, match="valid choices: csv, json"):
-        FileFormat("parquet")
+    with pytest.raises(ConfigError, match="valid choices: csv, json, parquet"):
+        FileFormat("avro")
 
 
 # -- item 4: exact file admission ---------------------------------------------------------------------------
@@ -215,10 +214,12 @@ def test_quarantine_is_deduplicated_across_replays_and_restarts(tmp_path):
         ({"connector": "generator", "generator": "nope"}, "valid choices: "),
         ({"connector": "generator", "generator": "linear_road", "traffic": "bursty"}, "constant, random, sinusoidal"),
         ({"delimiter": ";;"}, "one character"),
-        ({"jitter": "-1"}, "jitter must be in"),
-        ({"amplitude": "2"}, "amplitude must be in"),
+        ({"connector": "generator", "generator": "linear_road", "jitter": "-1"}, "jitter must be in"),
+        ({"connector": "generator", "generator": "linear_road", "amplitude": "2"}, "amplitude must be in"),
+        ({"jitter": "0.1"}, r"jitter \(generator connector\) do not apply to the files connector"),
         ({"numBlocks": "2.7"}, "numBlocks must be an integer"),
-        ({"connector": "generator", "generator": "linear_road", "rate": "-500"}, "rate must be >= 0"),
+        ({"connector": "generator", "generator": "linear_road", "rate": "-500"}, r"rate must be in \[1, inf\]"),
+        ({"fileFormat": "avro"}, "valid choices: csv, json, jsonl, parquet"),
         ({"maxBytesPerTrigger": "lots"}, "size in bytes"),
         ({"ignorePattern": "("}, "not a valid regular expression"),
         ({"partitionerParams": "oops"}, "name=value"),

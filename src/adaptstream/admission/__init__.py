@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from adaptstream.admission.asap import AsapConfig, AsapPolicy
@@ -16,13 +17,11 @@ ADMISSION.register("fixed")(FixedConfig)
 ADMISSION.register("lmstream")(LMStreamConfig)
 
 
-def build_admission(name: str, **params: Any) -> AdmissionPolicy:
-    """Build the named policy; parameters a policy does not take are ignored (options are shared)."""
-    import dataclasses
-
-    config_cls = ADMISSION.get(name)
-    fields = {f.name for f in dataclasses.fields(config_cls)}
-    return config_cls(**{k: v for k, v in params.items() if k in fields}).build()
+def build_admission(name: str, params: Mapping[str, Any] | str | None = None, **shared: Any) -> AdmissionPolicy:
+    """Build the named policy. ``params`` (``admissionParams``: a mapping or ``'history=8;margin_z=2'``) must be
+    fields of its config (an unknown one names the valid fields); ``shared`` settings every source passes (slide,
+    trigger, margin, poll_interval) are taken by the policies that have them."""
+    return ADMISSION.build(name, params, **shared).build()
 
 
 __all__ = [

@@ -13,10 +13,18 @@ import json
 import logging
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pyarrow as pa
 
 from adaptstream.errors import ConnectorError
+
+if TYPE_CHECKING:
+    from adaptstream.connectors.parsing import FileFormat, ParseResult
+
+OnChanged = Callable[[str, str], None] | None
 
 log = logging.getLogger(__name__)
 
@@ -204,12 +212,65 @@ class Manifest:
         return self.items[start:end]
 
 
+@dataclass(frozen=True)
+class ConnectorOptions:
+    """A connector's own options (fields made with :func:`adaptstream.config.option`); ``path`` is the source's."""
+
+    path: str | None = None
+
+
+class ReadTask(ABC):
+    """What one Spark task reads, as a connector planned it: picklable, shipped to an executor inside an input
+    partition, read there without the driver."""
+
+    @abstractmethod
+    def seqs(self) -> list[int]:
+        """The manifest positions of the datasets this task reads (for the batch's accounting)."""
+
+    @abstractmethod
+    def read(self, schema: pa.Schema, fmt: FileFormat) -> Iterator[pa.RecordBatch]:
+        """The rows, read and parsed on the executor (each dataset's row count and bad rows go to its part file)."""
+
+
 class Connector(ABC):
-    """Discovers new datasets; the source turns them into micro-batches."""
+    """Discovers new datasets; the source turns them into micro-batches.
+
+    A connector is registered in ``adaptstream.connectors.CONNECTORS`` under ``name`` and owns everything that is
+    particular to where its data comes from: its options (``options_class``), how it is built from them, the extra
+    fields of its offsets and their check, the planning of a micro-batch into read tasks and their executor-side
+    read, and the optional hooks below. The Spark source (spark/datasource.py) calls only this interface."""
+
+    name: ClassVar[str] = ""
+    options_class: ClassVar[type[ConnectorOptions]] = ConnectorOptions
+    #: True when the connector must start at the query's first offset (it fixes where reading begins then)
+    start_on_initial_offset: ClassVar[bool] = False
+    #: a regular expression of secrets in option values that Spark must redact from plans and logs
+    redaction_regex: ClassVar[str] = ""
 
     def __init__(self, manifest: Manifest) -> None:
         self.manifest = manifest
 
+    # -- construction ---------------------------------------------------------------------------------------
+    @classmethod
+    def claims(cls, path: str) -> bool:
+        """True when ``path`` names this connector's kind of input (chosen when no connector option is given)."""
+        return False
+
+    @classmethod  # noqa: B027 - optional hook
+    def check(cls, conn: ConnectorOptions, general: Any) -> None:
+        """Refuse options that cannot work together (``general``: the source's SourceOptions); ConfigError."""
+
+    @classmethod
+    @abstractmethod
+    def from_options(cls, opts: Any, manifest: Manifest, state_dir: str, on_changed: OnChanged) -> Connector:
+        """Build the connector from the source's SourceOptions (``opts.conn`` holds this connector's own)."""
+
+    @classmethod
+    def schema(cls, opts: Any) -> Any:
+        """The schema when the user gives none (a DDL string or a StructType), or None: the user must give one."""
+        return None
+
+    # -- discovery ------------------------------------------------------------------------------------------
     @abstractmethod
     def poll(self) -> list[DatasetRef]:
         """Register newly arrived datasets in the manifest and return them."""
@@ -221,5 +282,45 @@ class Connector(ABC):
         """True when no dataset will ever arrive again (finite inputs only)."""
         return False
 
+    def freeze(self) -> None:  # noqa: B027 - optional hook
+        """Trigger.AvailableNow: fix what is present now; ``caught_up`` turns true once all of it is recorded."""
+
+    def caught_up(self) -> bool:
+        return True
+
     def stop(self) -> None:  # noqa: B027 - optional hook
         """Release threads or handles."""
+
+    # -- offsets --------------------------------------------------------------------------------------------
+    def offset_fields(self, seq: int) -> dict:
+        """Fields beside the manifest position in the offset Spark checkpoints for position ``seq``."""
+        return {}
+
+    def check_offset(self, offset: dict, state_dir: str) -> None:  # noqa: B027 - optional hook
+        """Refuse an offset whose extra fields do not match this connector's state (another query's checkpoint)."""
+
+    def check_not_lost(self, committed_seq: int) -> None:  # noqa: B027 - optional hook
+        """Stop the query when datasets recorded before were lost upstream."""
+
+    def committed(self, seq: int) -> None:  # noqa: B027 - optional hook
+        """Spark committed every dataset before position ``seq`` (a connector may release them upstream)."""
+
+    # -- planning -------------------------------------------------------------------------------------------
+    def plan(self, refs: list[DatasetRef], num_blocks: int, max_task_bytes: int, parts_dir: str) -> list[ReadTask]:
+        """Read tasks for one micro-batch: by default contiguous runs of file ranges of about equal bytes."""
+        from adaptstream.connectors.ranges import plan_slices
+
+        return plan_slices(refs, num_blocks, max_task_bytes, parts_dir)
+
+    def load(self, ref: DatasetRef, schema: pa.Schema, fmt: FileFormat) -> ParseResult | None:
+        """Read a dataset on the driver (skew-aware partitioners), or None: it is a file range the driver reads."""
+        return None
+
+    def exact_rows(self, ref: DatasetRef) -> int | None:
+        """A dataset's row count when it is known before anything is read (else it is estimated from bytes)."""
+        return None
+
+    def event_progress(self, ref: DatasetRef) -> tuple | None:
+        """(newest event time, event-time origin[, events, delay sum, delay sum of squares]) of a new dataset when
+        the connector knows it (generated input), for the scheduling controller; None when unknown."""
+        return None

@@ -10,6 +10,12 @@ Admission rule (docs/source.md), so that no row is read twice, lost, or read fro
   A file that shrank, or whose admitted bytes changed, is not read again: the event is quarantined and counted.
 Files are ordered by modification time, then name. With ``drain`` and a sentinel file, the sentinel is appended
 once the directory stopped delivering new files.
+
+Parquet (``fileFormat=parquet``): a file is one dataset, admitted whole once it is stable and its footer is complete
+(it ends with the Parquet magic bytes and its metadata reads), so a file still being written is never admitted;
+executors read the whole file (connectors/parsing.py). Rows cannot be appended to a Parquet file: one that changes
+after admission is quarantined as a file event, and one that stays incomplete for ``fileStableSeconds`` is
+quarantined as truncated. Write Parquet under a temporary name and rename it into place, as Spark does.
 """
 
 from __future__ import annotations
@@ -18,9 +24,12 @@ import os
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from adaptstream.connectors.base import Connector, DatasetRef, Manifest, fingerprint
-from adaptstream.errors import ConnectorError
+from adaptstream.config import option
+from adaptstream.connectors.base import Connector, ConnectorOptions, DatasetRef, Manifest, OnChanged, fingerprint
+from adaptstream.errors import ConfigError, ConnectorError
 
 TEMP_SUFFIXES = ("._COPYING_", ".tmp", ".crc", ".swp", ".part", "~")
 
@@ -32,7 +41,85 @@ def ignored(name: str, pattern: re.Pattern[str] | None = None) -> bool:
     return bool(pattern is not None and pattern.search(name))
 
 
+PARQUET_MAGIC = b"PAR1"
+
+
+def parquet_complete(path: str, size: int) -> str | None:
+    """None when ``path`` is a whole Parquet file (magic bytes at both ends, metadata readable), else why not."""
+    import pyarrow.parquet as pq
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+            f.seek(max(0, size - 4))
+            tail = f.read(4)
+        if size < 12 or head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
+            return f"not a complete Parquet file ({size} bytes, no Parquet footer): truncated, or still being written"
+        pq.read_metadata(path)
+    except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
+        return f"not a readable Parquet file: {e}"
+    return None
+
+
+@dataclass(frozen=True)
+class FilesOptions(ConnectorOptions):
+    """The files connector's options (``path`` is the watched directory)."""
+
+    file_stable_seconds: float = option(
+        "fileStableSeconds", 0.5, "duration", help="a file is admitted once unmodified for this long (0: at once)"
+    )
+    ignore_pattern: str | None = option("ignorePattern", None, "regex", help="file names matching it are never read")
+
+
 class FilesConnector(Connector):
+    name = "files"
+    options_class: ClassVar[type[ConnectorOptions]] = FilesOptions
+
+    @classmethod
+    def check(cls, conn: ConnectorOptions, general: Any) -> None:
+        if not conn.path:
+            msg = "the files connector needs .option('path', DIR): the directory it watches for new files"
+            raise ConfigError(msg)
+        if general.drain and not general.sentinel_path:
+            msg = "drain needs sentinelPath: the end-of-input rows that move the watermark past the last window"
+            raise ConfigError(msg)
+
+    @classmethod
+    def from_options(cls, opts: Any, manifest: Manifest, state_dir: str, on_changed: OnChanged) -> FilesConnector:
+        conn: FilesOptions = opts.conn
+        return cls(
+            manifest,
+            opts.input_dir,
+            opts.drain,
+            opts.sentinel_path,
+            stable_seconds=conn.file_stable_seconds,
+            ignore_pattern=conn.ignore_pattern,
+            on_changed=on_changed,
+            whole_files=opts.file_format == "parquet",
+        )
+
+    @classmethod
+    def schema(cls, opts: Any) -> Any:
+        """Parquet carries its schema: the first file's, when the user gives none (CSV and JSON need one)."""
+        if opts.file_format != "parquet":
+            return None
+        import pyarrow.parquet as pq
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        path = str(opts.conn.path)
+        names = sorted(n for n in os.listdir(path) if not ignored(n)) if os.path.isdir(path) else []
+        if not names:
+            msg = (
+                f"no Parquet file in {path} to take the schema from: give one with "
+                "spark.readStream.format('adaptstream').schema(SCHEMA)"
+            )
+            raise ConfigError(msg)
+        try:
+            return from_arrow_schema(pq.read_schema(os.path.join(path, names[0])), prefer_timestamp_ntz=False)
+        except (OSError, ValueError) as e:
+            msg = f"cannot read the schema of {os.path.join(path, names[0])}: {e}; give the schema with .schema(SCHEMA)"
+            raise ConfigError(msg) from None
+
     def __init__(
         self,
         manifest: Manifest,
@@ -44,6 +131,7 @@ class FilesConnector(Connector):
         ignore_pattern: str | None = None,
         clock: Callable[[], float] = time.time,
         on_changed: Callable[[str, str], None] | None = None,
+        whole_files: bool = False,
     ) -> None:
         super().__init__(manifest)
         if not os.path.isdir(path):
@@ -61,6 +149,7 @@ class FilesConnector(Connector):
         self._started = clock()
         self._last_seen: dict[str, tuple[int, int]] = {}  # path -> (size, mtime_ns) at the previous scan
         self._reported: set[str] = set()  # changed files already reported
+        self.whole_files = whole_files  # Parquet: a file is one dataset, admitted whole once its footer is complete
 
     # -- scanning -------------------------------------------------------------------------------------------
     def _candidates(self) -> list[tuple[int, str, int]]:
@@ -87,6 +176,8 @@ class FilesConnector(Connector):
     def _range(self, path: str, size: int) -> tuple[int, int] | None:
         """(start, length) of the bytes to admit, or None when the file changed under an earlier admission."""
         done = self.manifest.admitted(path)
+        if self.whole_files:
+            return self._whole(path, size, done)
         if done == 0:
             return 0, size
         if size < done:
@@ -98,10 +189,21 @@ class FilesConnector(Connector):
             return None
         return done, size - done
 
+    def _whole(self, path: str, size: int, done: int) -> tuple[int, int] | None:
+        if done:
+            self._changed(path, f"Parquet file changed after admission ({done} -> {size} bytes)")
+            return None
+        why = parquet_complete(path, size)
+        if why is not None:
+            self._changed(path, why)
+            return None
+        return 0, size
+
     def _changed(self, path: str, reason: str) -> None:
         self._reported.add(path)
         if self._on_changed is not None:
-            self._on_changed(path, reason + "; the new content was not read (append rows, or write a new file)")
+            hint = "write a new file" if self.whole_files else "append rows, or write a new file"
+            self._on_changed(path, f"{reason}; the new content was not read ({hint})")
 
     def _arrival(self, mtime_ns: int) -> float:
         # A file written before the query started enters the system when we first see it.

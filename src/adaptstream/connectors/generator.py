@@ -10,12 +10,15 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
-from adaptstream.connectors.base import DatasetRef, Manifest
+from adaptstream.config import option
+from adaptstream.connectors.base import ConnectorOptions, DatasetRef, Manifest, OnChanged
 from adaptstream.connectors.files import FilesConnector
+from adaptstream.errors import ConfigError
 from adaptstream.workloads.io import dataset_file_name, write_dataset
 
 
@@ -115,7 +118,90 @@ def gate_ready_path(path: str) -> str:
     return f"{path}.ready"
 
 
+@dataclass(frozen=True)
+class GeneratorOptions(ConnectorOptions):
+    """The generator connector's options (``path``: where it writes its datasets)."""
+
+    generator: str | None = option("generator", None, help="the dataset generator, e.g. linear_road or task_events")
+    traffic: str = option("traffic", "constant", "lower", help="the traffic pattern (rows per second over time)")
+    rate: int = option("rate", 1000, "int", low=1, help="rows per second")
+    duration: float | None = option("duration", None, "duration", help="seconds of input, then the input ends")
+    seed: int = option("seed", 0, "int", low=0, help="random seed of the generator and the traffic")
+    jitter: float = option("jitter", 0.25, "float", low=0.0, help="relative noise of the rate")
+    amplitude: float = option("amplitude", 0.5, "float", low=0.0, high=1.0, help="relative swing of a varying rate")
+    period: float = option("period", 60.0, "duration", help="period of a varying rate")
+    start_gate: str | None = option(
+        "startGate", None, help="write nothing until this file names the wall time of event time 0"
+    )
+
+
+def generator_for(conn: GeneratorOptions):
+    from adaptstream.workloads import GENERATORS
+
+    return GENERATORS.get(str(conn.generator))(seed=conn.seed).build()
+
+
 class GeneratorConnector(FilesConnector):
+    name = "generator"
+    options_class = GeneratorOptions
+
+    @classmethod
+    def check(cls, conn: ConnectorOptions, general: Any) -> None:
+        from adaptstream.connectors.traffic import TRAFFIC
+        from adaptstream.workloads import GENERATORS
+
+        assert isinstance(conn, GeneratorOptions)
+        if not conn.generator:
+            msg = "the generator connector needs .option('generator', NAME), e.g. linear_road or task_events"
+            raise ConfigError(msg)
+        if not (conn.path or general.state_path or general.metrics_path):
+            msg = "the generator connector needs a directory to write its datasets to: set path or metricsPath"
+            raise ConfigError(msg)
+        if conn.period <= 0:
+            msg = f"option period must be > 0 seconds, got {conn.period}"
+            raise ConfigError(msg)
+        if conn.duration is not None and conn.duration <= 0:
+            msg = f"option duration must be > 0 seconds, got {conn.duration}"
+            raise ConfigError(msg)
+        TRAFFIC.get(conn.traffic)
+        GENERATORS.get(str(conn.generator))
+
+    @classmethod
+    def from_options(cls, opts: Any, manifest: Manifest, state_dir: str, on_changed: OnChanged) -> GeneratorConnector:
+        from adaptstream.connectors.traffic import build_traffic
+
+        c: GeneratorOptions = opts.conn
+        gen = generator_for(c)
+        traffic = build_traffic(c.traffic, c.rate, seed=c.seed, jitter=c.jitter, amplitude=c.amplitude, period=c.period)
+        writer = DatasetWriter(
+            opts.input_dir, lambda k: gen.generate(k, traffic.rows_at(k)), gen.csv_header(), c.duration
+        )
+        # A restarted query finds earlier datasets on disk: bring the simulation to where they left it.
+        gen.fast_forward(traffic.rows_at(k) for k in range(writer.next_second))
+        conn = cls(manifest, writer, opts.drain, opts.sentinel_path, start_gate=c.start_gate)
+        conn.generator = gen
+        return conn
+
+    @classmethod
+    def schema(cls, opts: Any) -> Any:
+        return generator_for(opts.conn).spark_schema_ddl
+
+    def event_progress(self, ref: DatasetRef) -> tuple | None:
+        """Dataset ``k`` holds event second ``k``, or, for generators with network delays, what
+        ``event_stats(k)`` says."""
+        if ref.sentinel or self.generator is None:
+            return None
+        try:
+            k = int(os.path.basename(ref.path).split(".")[0])
+        except ValueError:
+            return None
+        origin = self.writer.start
+        stats = self.generator.event_stats(k) if hasattr(self.generator, "event_stats") else None
+        if stats is None:
+            return (origin + k, origin)
+        newest, n, total, squares = stats
+        return (origin + newest, origin, n, total, squares)
+
     def __init__(
         self,
         manifest: Manifest,

@@ -24,14 +24,14 @@ import pyarrow.json as pjson
 
 from adaptstream.errors import ConfigError, ConnectorError
 
-FORMATS = ("csv", "json")
+FORMATS = ("csv", "json", "parquet")
 
 
 @dataclass(frozen=True)
 class FileFormat:
     """How dataset bytes are parsed; shipped to the executors inside each input partition's reader."""
 
-    kind: str = "csv"  # csv | json (JSON lines)
+    kind: str = "csv"  # csv | json (JSON lines) | parquet (whole files)
     header: bool = False
     delimiter: str = ","
     null_value: str = ""  # the one token read as null (Spark's CSV nullValue); quoted "" stays an empty string
@@ -57,7 +57,58 @@ def parse_bytes(data: bytes, schema: pa.Schema, fmt: FileFormat, header: bool | 
     has_header = fmt.header if header is None else header
     if fmt.kind == "csv":
         return parse_csv(data, schema, has_header, fmt.delimiter, fmt.null_value, fmt.multiline)
+    if fmt.kind == "parquet":
+        return parse_parquet(data, schema)
     return parse_jsonl(data, schema)
+
+
+# -- Parquet ------------------------------------------------------------------------------------------------
+def _file_bad(reason: str) -> dict:
+    return {"row": None, "offset": None, "raw": None, "reason": reason}
+
+
+def parse_parquet(data: bytes, schema: pa.Schema) -> ParseResult:
+    """A whole Parquet file under the query's schema (columns by name; extra columns are not read). A file that does
+    not read, or whose columns are missing or do not convert, is one quarantined file event naming both schemas."""
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+    except (OSError, ValueError) as e:  # ArrowInvalid is a ValueError
+        return ParseResult(schema.empty_table(), [_file_bad(f"not a readable Parquet file: {e}")])
+    missing = [n for n in schema.names if n not in table.schema.names]
+    wrong = [f.name for f in schema if f.name not in missing and not _castable(table.schema.field(f.name).type, f.type)]
+    if wrong:
+        why = f"column(s) {wrong} have another type"
+    elif not missing:
+        try:  # a timestamp without time zone is read as UTC, as for CSV
+            return ParseResult(table.select(schema.names).cast(schema))
+        except (ValueError, TypeError, NotImplementedError, pa.ArrowException) as e:
+            why = f"its columns do not convert ({e})"
+    else:
+        why = f"it has no column(s) {missing}"
+    return ParseResult(
+        schema.empty_table(),
+        [_file_bad(f"Parquet schema {_short(table.schema)} does not match the query's schema {_short(schema)}: {why}")],
+    )
+
+
+def _castable(src: pa.DataType, dst: pa.DataType) -> bool:
+    """Same type, or a safe cast within one family (numbers, timestamps, strings), as Spark reads Parquet: a
+    string column is never parsed into numbers."""
+    if src == dst:
+        return True
+    families = (
+        lambda t: pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t),
+        pa.types.is_timestamp,
+        lambda t: pa.types.is_string(t) or pa.types.is_large_string(t),
+        pa.types.is_date,
+    )
+    return any(f(src) and f(dst) for f in families)
+
+
+def _short(schema: pa.Schema) -> str:
+    return "(" + ", ".join(f"{f.name} {f.type}" for f in schema) + ")"
 
 
 def read_range(path: str, start: int = 0, length: int | None = None) -> bytes:

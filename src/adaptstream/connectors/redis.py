@@ -33,7 +33,17 @@ from typing import Any, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from adaptstream.connectors.base import Connector, DatasetRef, Manifest, fingerprint, write_atomic
+from adaptstream.config import option
+from adaptstream.connectors.base import (
+    Connector,
+    ConnectorOptions,
+    DatasetRef,
+    Manifest,
+    OnChanged,
+    ReadTask,
+    fingerprint,
+    write_atomic,
+)
 from adaptstream.connectors.parsing import FileFormat, ParseResult, _convert, parse_bytes
 from adaptstream.errors import ConfigError, ConnectorError
 
@@ -257,6 +267,48 @@ return out
 
 
 @dataclass(frozen=True)
+class RedisOptions(ConnectorOptions):
+    """The Redis connector's options (``path`` is the redis:// URL)."""
+
+    entry_format: str = option(
+        "entryFormat",
+        "row",
+        "lower",
+        choices=ENTRY_FORMATS,
+        help="row: one field holding a line; fields: a field per column",
+    )
+    row_field: str = option("rowField", "row", help="the entry field holding the row (entryFormat=row)")
+    dataset_seconds: float = option(
+        "datasetSeconds",
+        1.0,
+        "float",
+        low=0.001,
+        help="entries whose ID milliseconds fall in one such window form a dataset",
+    )
+    max_dataset_entries: int = option(
+        "maxDatasetEntries", 20_000, "int", low=1, help="a dataset piece holds at most this many entries"
+    )
+    starting_position: str = option(
+        "startingPosition", "earliest", "lower", choices=STARTING_POSITIONS, help="fixed when the query first starts"
+    )
+    redis_timeout: float = option(
+        "redisTimeout", 30.0, "duration", help="how long the query waits for an unreachable server before it fails"
+    )
+    redis_user: str | None = option("redisUser", None, help="ACL user (else the URL's, else the default user)")
+    redis_password: str | None = option(
+        "redisPassword", None, secret=True, help=f"else the URL's, else ${PASSWORD_ENV}; never logged"
+    )
+    trim: bool = option("trim", False, "bool", help="XTRIM MINID the entries Spark has committed")
+
+    def address(self) -> RedisAddress:
+        """The server and streams to read, with the credentials of the options, the URL or the environment."""
+        return parse_url(str(self.path), self.redis_user, self.redis_password)
+
+    def entries(self, file_format: FileFormat) -> EntryFormat:
+        return EntryFormat(self.entry_format, self.row_field, file_format)
+
+
+@dataclass(frozen=True)
 class Piece:
     stream: str
     group: int
@@ -286,6 +338,50 @@ class RedisConnector(Connector):
     """Discovers closed entry groups of each stream and records them as datasets (``DatasetRef`` with
     ``first_id``/``last_id``/``entries``); ``path`` is the stream's name."""
 
+    name = "redis"
+    options_class = RedisOptions
+    start_on_initial_offset = True  # the start IDs (startingPosition) are fixed when the query first starts
+    redaction_regex = r"(?i:rediss?://)[^@/\s]*@"  # the credentials of a redis:// URL in a path option
+
+    @classmethod
+    def claims(cls, path: str) -> bool:
+        return path.startswith(("redis://", "rediss://"))
+
+    @classmethod
+    def check(cls, conn: ConnectorOptions, general: Any) -> None:
+        assert isinstance(conn, RedisOptions)
+        if not conn.path:
+            msg = f"the redis connector needs .option('path', '{GRAMMAR}')"
+            raise ConfigError(msg)
+        conn.address()
+        if not (general.state_path or general.metrics_path):
+            msg = (
+                "the redis connector needs a local directory for its manifest and offsets: set statePath "
+                "(or metricsPath)"
+            )
+            raise ConfigError(msg)
+        if conn.redis_timeout <= 0:
+            msg = f"option redisTimeout must be > 0 seconds, got {conn.redis_timeout}"
+            raise ConfigError(msg)
+
+    @classmethod
+    def from_options(cls, opts: Any, manifest: Manifest, state_dir: str, on_changed: OnChanged) -> RedisConnector:
+        conn: RedisOptions = opts.conn
+        c = cls(
+            manifest,
+            conn.address(),
+            state_dir,
+            group_seconds=conn.dataset_seconds,
+            max_piece=conn.max_dataset_entries,
+            starting=conn.starting_position,
+            timeout=conn.redis_timeout,
+            drain=opts.drain,
+            sentinel_path=opts.sentinel_path,
+        )
+        c.entry_format = conn.entries(opts.file_format_spec())
+        c.trim_committed = conn.trim
+        return c
+
     def __init__(
         self,
         manifest: Manifest,
@@ -311,6 +407,8 @@ class RedisConnector(Connector):
         check_reachable(addr)
         self.r = client(addr, timeout)
         self._scan = self.r.register_script(SCAN_SCRIPT)
+        self.entry_format = EntryFormat()  # how executors parse entries (from_options sets the query's)
+        self.trim_committed = False  # XTRIM what Spark committed (option trim)
         self._started = clock()
         self._down_since: float | None = None
         self.start_ids, self.before = self._start(os.path.join(state_dir, "redis.json"), starting)
@@ -474,6 +572,59 @@ class RedisConnector(Connector):
                 )
                 raise ConnectorError(msg)
 
+    def offset_fields(self, seq: int) -> dict:
+        return {"ids": self.ids_at(seq)}  # the last entry ID per stream, beside the manifest position
+
+    def check_offset(self, offset: dict, state_dir: str) -> None:
+        if "ids" not in offset:
+            return
+        ids = self.ids_at(int(offset["seq"]))
+        if offset["ids"] != ids:
+            msg = (
+                f"offset {offset} does not match the source state in {state_dir} (its manifest gives "
+                f"{ids} at that position); the checkpoint and statePath belong to different queries"
+            )
+            raise ConnectorError(msg)
+
+    def committed(self, seq: int) -> None:
+        if self.trim_committed:
+            self.trim(self.ids_at(seq))  # only what Spark has committed
+
+    # -- planning and reading ------------------------------------------------------------------------------
+    def plan(self, refs: list[DatasetRef], num_blocks: int, max_task_bytes: int, parts_dir: str) -> list[ReadTask]:
+        """Contiguous runs of entry ranges of about equal payload bytes per task; the file ranges among them (the
+        end-of-input marker) planned as files."""
+        from adaptstream.connectors.ranges import group_by_bytes, plan_slices, task_count
+
+        ranges = [r for r in refs if r.last_id]
+        files = [r for r in refs if not r.last_id]
+        n = task_count(sum(r.bytes for r in ranges), num_blocks, max_task_bytes)
+        tasks: list[ReadTask] = [
+            RedisTask(self.addr, [EntryRange.of(r) for r in ranges[a:b]], parts_dir, self.entry_format, self.timeout)
+            for a, b in group_by_bytes([r.bytes for r in ranges], n)
+        ]
+        return tasks + (plan_slices(files, 1, 0, parts_dir) if files else [])
+
+    def load(self, ref: DatasetRef, schema: pa.Schema, fmt: FileFormat) -> ParseResult | None:
+        """The driver path (readOn=driver, skew-aware partitioners) reads an entry range itself."""
+        if not ref.last_id:
+            return None
+        return read_piece(
+            self.r,
+            self.addr,
+            ref.seq,
+            ref.path,
+            ref.first_id,
+            ref.last_id,
+            ref.entries,
+            schema,
+            self.entry_format,
+            self.timeout,
+        )
+
+    def exact_rows(self, ref: DatasetRef) -> int | None:
+        return ref.entries if ref.entries >= 0 else None  # an entry range's count is known before it is read
+
     def trim(self, committed: dict[str, str]) -> None:
         """XTRIM MINID: drop the entries of each stream up to the committed offset (after Spark's commit)."""
         for s, done in committed.items():
@@ -498,6 +649,47 @@ class EntryFormat:
     kind: str = "row"  # row: one field holding a line in ``file`` format; fields: one field per column
     field: str = "row"
     file: FileFormat = dc_field(default_factory=FileFormat)
+
+
+@dataclass(frozen=True)
+class EntryRange:
+    seq: int
+    stream: str
+    first: str
+    last: str
+    entries: int
+
+    @classmethod
+    def of(cls, ref: DatasetRef) -> EntryRange:
+        return cls(ref.seq, ref.path, ref.first_id, ref.last_id, ref.entries)
+
+
+class RedisTask(ReadTask):
+    """Entry-ID ranges of Redis streams one Spark task reads with XRANGE; a range that lost entries is refused."""
+
+    def __init__(self, addr: RedisAddress, ranges: list[EntryRange], parts_dir: str, fmt: EntryFormat, timeout: float):
+        self.addr = addr
+        self.ranges = ranges
+        self.parts_dir = parts_dir
+        self.fmt = fmt
+        self.timeout = timeout
+
+    def seqs(self) -> list[int]:
+        return [r.seq for r in self.ranges]
+
+    def read(self, schema: pa.Schema, fmt: FileFormat) -> Iterator[pa.RecordBatch]:
+        from adaptstream.connectors.ranges import MAX_BATCH_ROWS, write_part_result
+
+        r = client(self.addr, self.timeout)
+        try:
+            for rng in self.ranges:
+                res = read_piece(
+                    r, self.addr, rng.seq, rng.stream, rng.first, rng.last, rng.entries, schema, self.fmt, self.timeout
+                )
+                write_part_result(self.parts_dir, rng.seq, res)
+                yield from res.table.to_batches(max_chunksize=MAX_BATCH_ROWS)
+        finally:
+            r.close()
 
 
 def read_entries(r, addr: RedisAddress, stream: str, first: str, last: str, timeout: float) -> list:

@@ -7,10 +7,8 @@ prompt, auto, and HyperLogLog variants cm-hll, am-hll, cam-hll, lm-hll (or `card
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-from adaptstream.errors import ConfigError
 from adaptstream.partitioning.am import AMConfig
 from adaptstream.partitioning.auto import AutoConfig
 from adaptstream.partitioning.base import Partitioner, key_hash
@@ -45,37 +43,16 @@ _PRESETS: dict[str, tuple[type, dict[str, Any]]] = {
     "auto": (AutoConfig, {}),
 }
 for _name, (_cls, _defaults) in _PRESETS.items():
-    PARTITIONERS.register(_name)(_cls)
+    PARTITIONERS.register(_name, **_defaults)(_cls)
 
 #: the partitioners the issue names, in the order reports list them
 MAIN_NAMES = ["time", "shuffle", "hash", "pk2", "pk5", "cm", "am", "cam", "lm", "prompt", "auto"]
 
 
 def make_config(name: str, **params: Any) -> Any:
-    """Frozen config for a registered name with its implied defaults, overridden by `params`."""
-    cls = PARTITIONERS.get(name)
-    merged = {**_PRESETS[name.strip().lower()][1], **params}
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(merged) - set(fields))
-    if unknown:
-        msg = f"partitioner {name!r} has no parameter(s) {unknown}; valid: {sorted(fields)}"
-        raise ConfigError(msg)
-    return cls(**{k: _coerce(name, k, v, fields[k].default) for k, v in merged.items()})
-
-
-def _coerce(name: str, key: str, value: Any, default: Any) -> Any:
-    """Option strings from Spark (`partitionerParams` "choices=5;cardinality=hll") to the field's type."""
-    if not isinstance(value, str) or isinstance(default, str) or default is dataclasses.MISSING:
-        return value
-    try:
-        if isinstance(default, bool):
-            if value.strip().lower() not in ("true", "false"):
-                raise ValueError(value)
-            return value.strip().lower() == "true"
-        return type(default)(value.strip())
-    except ValueError:
-        msg = f"partitioner {name!r} parameter {key}={value!r} is not a valid {type(default).__name__}"
-        raise ConfigError(msg) from None
+    """Frozen config for a registered name with its implied defaults, overridden by ``params`` (option strings
+    such as ``partitionerParams`` "choices=5;cardinality=hll" are coerced to each field's type)."""
+    return PARTITIONERS.build(name, params)
 
 
 def build_partitioner(name: str, **params: Any) -> Partitioner:

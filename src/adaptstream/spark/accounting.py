@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from adaptstream.admission import AdmissionPolicy, BatchOutcome
 from adaptstream.connectors.base import DatasetRef, append_jsonl, read_jsonl
+from adaptstream.connectors.ranges import part_path, read_part
 from adaptstream.metrics.recorder import QUARANTINE, BatchRecord, DatasetRecord, MetricsRecorder, quarantine_key
-from adaptstream.spark.read import part_path, read_part
 
 log = logging.getLogger(__name__)
 

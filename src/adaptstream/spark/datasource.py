@@ -31,16 +31,16 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from adaptstream.admission import PendingDataset, build_admission
-from adaptstream.connectors.base import Connector, DatasetRef, Manifest, StateLock
-from adaptstream.connectors.redis import RedisConnector
+from adaptstream.admission import PendingDataset
+from adaptstream.config import parse_kv
+from adaptstream.connectors.base import DatasetRef, Manifest, StateLock
 from adaptstream.errors import AdaptstreamError, ConfigError, ConnectorError
 from adaptstream.metrics.recorder import MetricsRecorder
 from adaptstream.policy import PolicyStateFile
 from adaptstream.spark.accounting import Accountant, Planned, Quarantine
 from adaptstream.spark.options import SourceOptions
-from adaptstream.spark.planner import DriverPlanner, plan_ranges, plan_slices, read_block_count
-from adaptstream.spark.read import SlicePartition, read_partition
+from adaptstream.spark.planner import DriverPlanner, read_block_count
+from adaptstream.spark.read import TaskPartition, read_partition
 
 FORMAT = "adaptstream"
 
@@ -49,54 +49,6 @@ def arrow_schema(schema: StructType) -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
 
     return to_arrow_schema(schema, timezone="UTC")
-
-
-def build_connector(opts: SourceOptions, manifest: Manifest, on_changed=None, state_dir: str = "") -> Connector:
-    from adaptstream.connectors.files import FilesConnector
-
-    if opts.connector == "redis":
-        return RedisConnector(
-            manifest,
-            opts.redis_address(),
-            state_dir,
-            group_seconds=opts.dataset_seconds,
-            max_piece=opts.max_dataset_entries,
-            starting=opts.starting_position,
-            timeout=opts.redis_timeout,
-            drain=opts.drain,
-            sentinel_path=opts.sentinel_path,
-        )
-    if opts.connector == "files":
-        return FilesConnector(
-            manifest,
-            opts.input_dir,
-            opts.drain,
-            opts.sentinel_path,
-            stable_seconds=opts.file_stable_seconds,
-            ignore_pattern=opts.ignore_pattern,
-            on_changed=on_changed,
-        )
-    from adaptstream.connectors.generator import DatasetWriter, GeneratorConnector
-    from adaptstream.connectors.traffic import build_traffic
-
-    gen = generator_for(opts)
-    traffic = build_traffic(
-        opts.traffic, opts.rate, seed=opts.seed, jitter=opts.jitter, amplitude=opts.amplitude, period=opts.period
-    )
-    writer = DatasetWriter(
-        opts.input_dir, lambda k: gen.generate(k, traffic.rows_at(k)), gen.csv_header(), opts.duration
-    )
-    # A restarted query finds earlier datasets on disk: bring the simulation to where they left it.
-    gen.fast_forward(traffic.rows_at(k) for k in range(writer.next_second))
-    conn = GeneratorConnector(manifest, writer, opts.drain, opts.sentinel_path, start_gate=opts.start_gate)
-    conn.generator = gen  # event-time progress of each dataset, for the scheduling controller
-    return conn
-
-
-def generator_for(opts: SourceOptions):
-    from adaptstream.workloads import GENERATORS
-
-    return GENERATORS.get(str(opts.generator))(seed=opts.seed).build()
 
 
 class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -132,15 +84,10 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self.manifest = Manifest(os.path.join(self.state_dir, "manifest.jsonl"))
         self.parts_dir = os.path.join(self.state_dir, "parts")
         self.quarantine = Quarantine(self.opts.metrics_path or self.state_dir)
-        self.connector = build_connector(self.opts, self.manifest, self._file_changed, self.state_dir)
-        self.redis = self.connector if isinstance(self.connector, RedisConnector) else None
-        policy = build_admission(
-            self.opts.admission,
-            slide=self.opts.slide,
-            trigger=self.opts.trigger,
-            margin=self.opts.margin,
-            poll_interval=self.opts.poll_interval,
+        self.connector = self.opts.connector_class().from_options(
+            self.opts, self.manifest, self.state_dir, self._file_changed
         )
+        policy = self.opts.admission_policy()
         self.accounts = Accountant(
             MetricsRecorder(self.opts.metrics_path),
             self.quarantine,
@@ -158,8 +105,8 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self._polls = 0
         self.sched = self._controller_client()
         self._started = True
-        if self.redis is not None:
-            self._check_offset(offset)  # a restart: the checkpoint's entry IDs must be the state directory's
+        if offset is not None:
+            self.connector.check_offset(offset, self.state_dir)  # a restart: the checkpoint must match the state
 
     def _controller_client(self):
         """The application's scheduling controller (control/), when the ``controller`` option names one."""
@@ -175,34 +122,18 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         )
 
     def _event_progress(self, ref: DatasetRef) -> None:
-        """Report a new dataset's event-time progress (its newest event's generation time and the network delays
-        of its events) to the controller. Known for generated input only: dataset ``k`` holds event second ``k``,
-        or, for generators with network delays, what ``event_stats(k)`` says; plain files carry none."""
-        gen = getattr(self.connector, "generator", None)
-        writer = getattr(self.connector, "writer", None)
-        if self.sched is None or not self.opts.window_period or gen is None or writer is None or ref.sentinel:
+        """Report a new dataset's event-time progress to the controller, when the connector knows it (generated
+        input: its newest event's generation time and the network delays of its events); plain files carry none."""
+        if self.sched is None or not self.opts.window_period:
             return
-        try:
-            k = int(os.path.basename(ref.path).split(".")[0])
-        except ValueError:
-            return
-        origin = writer.start
-        stats = gen.event_stats(k) if hasattr(gen, "event_stats") else None
-        if stats is None:
-            self.sched.report_progress("main", ref.seq, ref.arrival, origin + k, origin)
-        else:
-            newest, n, total, squares = stats
-            self.sched.report_progress("main", ref.seq, ref.arrival, origin + newest, origin, n, total, squares)
+        progress = self.connector.event_progress(ref)
+        if progress is not None:
+            newest, origin, *delays = progress
+            self.sched.report_progress("main", ref.seq, ref.arrival, newest, origin, *delays)
 
     def _check_offset(self, offset: dict | None) -> None:
-        if offset is not None and self.redis is not None and "ids" in offset:
-            ids = self.redis.ids_at(int(offset["seq"]))
-            if offset["ids"] != ids:
-                msg = (
-                    f"offset {offset} does not match the source state in {self.state_dir} (its manifest gives "
-                    f"{ids} at that position); the checkpoint and statePath belong to different queries"
-                )
-                raise ConnectorError(msg)
+        if offset is not None:
+            self.connector.check_offset(offset, self.state_dir)
         if offset is None or not self.opts.per_query_state:
             return
         if offset.get("query") != self._query_id:
@@ -212,26 +143,11 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             )
             raise ConnectorError(msg)
 
-    def _load_range(self, ref: DatasetRef):
-        """The driver path (readOn=driver, skew-aware partitioners) reads a Redis entry range itself."""
-        from adaptstream.connectors.redis import read_piece
-
-        assert self.redis is not None
-        return read_piece(
-            self.redis.r,
-            self.redis.addr,
-            ref.seq,
-            ref.path,
-            ref.first_id,
-            ref.last_id,
-            ref.entries,
-            self.schema,
-            self.opts.redis_entry_format(),
-            self.opts.redis_timeout,
-        )
+    def _load(self, ref: DatasetRef):
+        return self.connector.load(ref, self.schema, self.fmt)
 
     def _build_planner(self) -> DriverPlanner | None:
-        load = self._load_range if self.redis is not None else None
+        load = self._load
         if self.opts.partitioner == "time":
             if self.opts.read_on == "executors":
                 return None
@@ -245,7 +161,7 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         if missing:
             msg = f"partitionKey column(s) {missing} are not in the schema {self.schema.names}"
             raise ConfigError(msg)
-        params = dict(kv.split("=", 1) for kv in self.opts.partitioner_params.split(";") if "=" in kv)
+        params = parse_kv(self.opts.partitioner_params, "option partitionerParams")
         return DriverPlanner(
             build_partitioner(self.opts.partitioner, **params),
             self.opts.partition_key,
@@ -263,13 +179,12 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self.quarantine.add([{"seq": None, "path": path, "row": None, "offset": None, "raw": None, "reason": reason}])
 
     def _offset(self, seq: int) -> dict:
-        if self.redis is not None:  # the last entry ID per stream, beside the manifest position
-            return {"seq": seq, "ids": self.redis.ids_at(seq)}
-        return {"seq": seq, "query": self._query_id} if self._query_id else {"seq": seq}
+        extra = self.connector.offset_fields(seq)
+        return {"seq": seq, **extra, "query": self._query_id} if self._query_id else {"seq": seq, **extra}
 
     # -- Spark's streaming reader API ----------------------------------------------------------------------
     def initialOffset(self) -> dict:
-        if self.opts.connector == "redis":
+        if self.opts.connector_class().start_on_initial_offset:
             self._ensure_started(None)
             return self._offset(0)
         if not self._started and self.opts.per_query_state and self._query_id is None:
@@ -302,15 +217,14 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         if self._polls >= 2:  # the first poll comes before Spark's start-up batch 0, the second after it
             self.connector.start()  # idempotent; a gated generator waits here for its gate
         if self._target is None:
-            if self._available_now and self.redis is not None:
-                self.redis.freeze()  # every entry present now, none added later: walk to it now
-                while not self.redis.caught_up():
+            if self._available_now:
+                self.connector.freeze()  # everything present now, nothing added later: walk to it now
+                while not self.connector.caught_up():
                     self._poll_connector()
             self._poll_connector()
             if self._available_now:
                 self._target = len(self.manifest)  # everything present now, nothing that arrives later
-        if self.redis is not None:
-            self.redis.check_not_lost(s)
+        self.connector.check_not_lost(s)
         upto = self._target if self._target is not None else len(self.manifest)
         refs = self._capped(self.manifest.items[s:upto], limit)
         if not refs:
@@ -346,8 +260,9 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
                 self.planner.parse(ref)  # parse on arrival: keys counted while buffering, little work at the cut
 
     def _rows(self, ref: DatasetRef) -> int:
-        if ref.entries >= 0 and self.planner is None:
-            return ref.entries  # a Redis entry range: its exact count is known before it is read
+        exact = self.connector.exact_rows(ref) if self.planner is None else None
+        if exact is not None:
+            return exact
         return self.planner.rows(ref) if self.planner is not None else self.accounts.rows.estimate(ref)
 
     def _capped(self, refs: list[DatasetRef], limit: ReadLimit | None) -> list[DatasetRef]:
@@ -394,20 +309,10 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             parts, block_rows = self.planner.plan(refs, num_blocks)
             blocks: list[list[int]] = []
         else:
-            if self.redis is not None:
-                parts = plan_ranges(
-                    refs,
-                    num_blocks,
-                    self.opts.max_partition_bytes,
-                    self.parts_dir,
-                    self.redis.addr,
-                    self.opts.redis_entry_format(),
-                    self.opts.redis_timeout,
-                )
-            else:
-                parts = plan_slices(refs, num_blocks, self.opts.max_partition_bytes, self.parts_dir)
+            tasks = self.connector.plan(refs, num_blocks, self.opts.max_partition_bytes, self.parts_dir)
+            parts = [TaskPartition(k, t) for k, t in enumerate(tasks)]
             block_rows = None
-            blocks = [[x.seq for x in (p.slices if isinstance(p, SlicePartition) else p.ranges)] for p in parts]  # type: ignore[attr-defined]
+            blocks = [t.seqs() for t in tasks]
         self.accounts.inflight = Planned(s, e, admitted_at, t0, est, refs, blocks, block_rows, time.time() - t0)
         return parts
 
@@ -423,8 +328,7 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         e = int(end["seq"])
         self._complete(e, time.time())
         self._admissions = {k: v for k, v in self._admissions.items() if k > e}
-        if self.redis is not None and self.opts.trim:
-            self.redis.trim(self.redis.ids_at(e))  # only what Spark has committed
+        self.connector.committed(e)
         if self.planner is not None:
             self.planner.forget(e if self.accounts.inflight is None else min(e, self.accounts.inflight.start))
 
@@ -454,8 +358,9 @@ class AdaptstreamDataSource(DataSource):
 
     def schema(self) -> str | StructType:
         opts = SourceOptions.parse(self.options)
-        if opts.connector == "generator":
-            return generator_for(opts).spark_schema_ddl
+        schema = opts.connector_class().schema(opts)
+        if schema is not None:
+            return schema
         msg = "adaptstream needs a schema: spark.readStream.format('adaptstream').schema(SCHEMA)"
         raise ConfigError(msg)
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import time
 from collections.abc import Callable
 
@@ -24,34 +23,8 @@ from pyspark.sql.datasource import InputPartition
 
 from adaptstream.connectors.base import DatasetRef, write_atomic
 from adaptstream.connectors.parsing import FileFormat, ParseResult
-from adaptstream.spark.read import (
-    BlockPartition,
-    EntryRange,
-    FileSlice,
-    RedisPartition,
-    SlicePartition,
-    parse_slice,
-    to_ipc,
-    write_part,
-    write_part_result,
-)
-
-
-def group_by_bytes(sizes: list[int], n: int) -> list[tuple[int, int]]:
-    """Contiguous [a, b) index ranges of ``sizes`` into at most ``n`` groups of about equal total size."""
-    if not sizes:
-        return []
-    n = max(1, min(n, len(sizes)))
-    cum = np.cumsum(np.asarray(sizes, dtype=np.float64))
-    total = float(cum[-1]) or float(len(sizes))
-    if not cum[-1]:
-        cum = np.arange(1, len(sizes) + 1, dtype=np.float64)
-    cuts = [0]
-    for k in range(1, n):
-        c = int(np.searchsorted(cum, total * k / n, side="left")) + 1
-        cuts.append(min(max(c, cuts[-1] + 1), len(sizes) - (n - k)))
-    cuts.append(len(sizes))
-    return [(a, b) for a, b in itertools.pairwise(cuts) if b > a]
+from adaptstream.connectors.ranges import FileSlice, parse_slice, write_part, write_part_result
+from adaptstream.spark.read import BlockPartition, to_ipc
 
 
 def read_block_count(path: str | None, default: int) -> int:
@@ -75,35 +48,6 @@ def write_block_count(path: str, map_tasks: int, after_batch: int | None) -> Non
     write_atomic(path, json.dumps({"map_tasks": int(map_tasks), "after_batch": after_batch}))
 
 
-def plan_slices(
-    refs: list[DatasetRef], num_blocks: int, max_partition_bytes: int, parts_dir: str
-) -> list[InputPartition]:
-    """Executor reads: whole datasets per partition, more partitions when a block would exceed the byte bound."""
-    total = sum(r.bytes for r in refs)
-    n = max(num_blocks, math.ceil(total / max_partition_bytes)) if max_partition_bytes > 0 else num_blocks
-    groups = group_by_bytes([r.bytes for r in refs], n)
-    return [SlicePartition(k, [FileSlice.of(r) for r in refs[a:b]], parts_dir) for k, (a, b) in enumerate(groups)]
-
-
-def plan_ranges(
-    refs: list[DatasetRef], num_blocks: int, max_partition_bytes: int, parts_dir: str, addr, fmt, timeout: float
-) -> list[InputPartition]:
-    """Executor reads from Redis: contiguous runs of entry ranges of about equal payload bytes per partition, the
-    file ranges among them (the end-of-input marker) planned as files."""
-    ranges = [r for r in refs if r.last_id]
-    files = [r for r in refs if not r.last_id]
-    total = sum(r.bytes for r in ranges)
-    n = max(num_blocks, math.ceil(total / max_partition_bytes)) if max_partition_bytes > 0 else num_blocks
-    groups = group_by_bytes([r.bytes for r in ranges], n)
-    parts: list[InputPartition] = [
-        RedisPartition(k, addr, [EntryRange.of(r) for r in ranges[a:b]], parts_dir, fmt, timeout)
-        for k, (a, b) in enumerate(groups)
-    ]
-    if files:
-        parts.append(SlicePartition(len(parts), [FileSlice.of(r) for r in files], parts_dir))
-    return parts
-
-
 class DriverPlanner:
     """Parses datasets on the driver as they arrive and places rows with a skew-aware partitioner (or, with no
     partitioner, in contiguous arrival-order blocks: the ``readOn=driver`` path, for executors that cannot see the
@@ -118,7 +62,7 @@ class DriverPlanner:
         parts_dir: str,
         partition_window: float = 0.0,
         clock: Callable[[], float] = time.time,
-        load: Callable[[DatasetRef], ParseResult] | None = None,
+        load: Callable[[DatasetRef], ParseResult | None] | None = None,
     ) -> None:
         self.partitioner = partitioner
         self.key_columns = key_columns
@@ -127,7 +71,7 @@ class DriverPlanner:
         self.parts_dir = parts_dir
         self.partition_window = partition_window
         self.clock = clock
-        self.load = load  # reads a dataset that is not a file range (a Redis entry range)
+        self.load = load  # the connector's driver-side read of a dataset that is not a file range (None: it is one)
         self._window_started = clock()
         self._parsed: dict[int, ParseResult] = {}
 
@@ -138,10 +82,11 @@ class DriverPlanner:
 
     def parse(self, ref: DatasetRef) -> ParseResult:
         res = self._parsed.get(ref.seq)
-        if res is None and ref.last_id and self.load is not None:
+        if res is None and self.load is not None:
             res = self.load(ref)
-            write_part_result(self.parts_dir, ref.seq, res)
-        elif res is None:
+            if res is not None:
+                write_part_result(self.parts_dir, ref.seq, res)
+        if res is None:
             sl = FileSlice.of(ref)
             res = parse_slice(sl, self.schema, self.fmt)
             write_part(self.parts_dir, sl, res)

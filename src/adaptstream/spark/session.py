@@ -45,6 +45,14 @@ def log4j_config_path() -> str:
     return str(resources.files("adaptstream").joinpath("log4j2.properties"))
 
 
+def redaction_regex() -> str:
+    """One regular expression for Spark's redaction: the connectors' own, joined."""
+    from adaptstream.connectors import CONNECTORS
+
+    parts = [CONNECTORS.get(n).redaction_regex for n in CONNECTORS]
+    return "|".join(f"(?:{p})" for p in parts if p) or "(?!)"
+
+
 def _quote(value: str) -> str:
     """Spark splits extraJavaOptions like a shell: quote paths with spaces."""
     return f'"{value}"' if any(c.isspace() for c in value) else value
@@ -88,8 +96,8 @@ def build_spark(
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
-        # the credentials of a redis:// URL in a source's path option never reach plans, logs or the UI
-        .config("spark.sql.redaction.string.regex", r"(?i)rediss?://[^@/\s]*@")
+        # secrets in connectors' option values (credentials in a URL) never reach plans, logs or the UI
+        .config("spark.sql.redaction.string.regex", redaction_regex())
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.streaming.numRecentProgressUpdates", "1000")

@@ -5,8 +5,23 @@ which Spark task (partitioning), which query runs next (scheduling), how many ta
 an operator runs (device mapping, placement).
 """
 
+from typing import Any
+
 from adaptstream.errors import AdaptstreamError, ConfigError, UnknownNameError
+from adaptstream.tuner import Tuner, tune
 
 __version__ = "0.1.0"
 
-__all__ = ["AdaptstreamError", "ConfigError", "UnknownNameError", "__version__"]
+
+def register(spark: Any) -> None:
+    """Make ``spark.readStream.format("adaptstream")`` available in this SparkSession, without tuning. In a
+    session a tuner runs (``adaptstream submit``, or ``tune`` called earlier) the tuned source stays registered, so
+    an application that calls this runs unmodified under ``adaptstream submit``."""
+    from adaptstream.spark.datasource import register as _register
+    from adaptstream.tuner import running_tuner
+
+    if running_tuner(spark) is None:
+        _register(spark)
+
+
+__all__ = ["AdaptstreamError", "ConfigError", "Tuner", "UnknownNameError", "__version__", "register", "tune"]

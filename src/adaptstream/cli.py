@@ -392,6 +392,67 @@ def demo(
     console.print(f"comparison: [bold]{md}[/] and plots in {run_dir} (Spark's log: {run_dir}/spark.log)")
 
 
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def submit(
+    ctx: typer.Context,
+    script: Annotated[str, typer.Argument(metavar="APP.py", help="an unmodified PySpark application script")],
+    master: MasterOpt = "local[2]",
+    scheduler: Annotated[str, choice(SCHEDULERS, "which query's micro-batch runs next")] = "default",
+    scheduler_params: Annotated[str, typer.Option(metavar="K=V;K=V", help="fields of the --scheduler")] = "",
+    elastic: Annotated[
+        str | None, choice(ELASTICITY, "executors from every query's batch times (needs a cluster master)")
+    ] = None,
+    elastic_params: Annotated[str, typer.Option(metavar="K=V;K=V", help="fields of the --elastic policy")] = "",
+    admission: Annotated[
+        str | None, choice(ADMISSION, "the default admission policy of every adaptstream source")
+    ] = None,
+    admission_params: Annotated[str, typer.Option(metavar="K=V;K=V", help="fields of the --admission")] = "",
+    latency_target: Annotated[
+        float, typer.Option(min=0.001, metavar="SECONDS", help="how long a batch may take (elasticity, summary)")
+    ] = 10.0,
+    metrics: Annotated[str | None, typer.Option(metavar="DIR", help="write DIR/tuner.json and DIR/spark.log")] = None,
+    state: Annotated[
+        str | None, typer.Option(metavar="DIR", help="save the scheduler's and elasticity's state here (restarts)")
+    ] = None,
+) -> None:
+    """Run a PySpark application under the tuner; arguments the tuner does not know go to the script (put them
+    after -- when they look like the tuner's). Exits with the script's own status."""
+    from rich.table import Table
+
+    from adaptstream.submit import submit as run_submit
+    from adaptstream.submit import summary_rows
+
+    code, status = run_submit(
+        script,
+        list(ctx.args),
+        master=master,
+        metrics=metrics,
+        scheduler=scheduler,
+        scheduler_params=scheduler_params,
+        elastic=elastic,
+        elastic_params=elastic_params,
+        admission=admission,
+        admission_params=admission_params,
+        latency_target=latency_target,
+        state_path=state,
+    )
+    table = Table(
+        title=f"{os.path.basename(script)} under scheduler {scheduler}" + (f", elastic {elastic}" if elastic else "")
+    )
+    cols = ("query", "batches", "rows", "mean s", "p99 s", "on time %", "decisions", "state")
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("query", "state") else "right")
+    for row in summary_rows(status):
+        table.add_row(*row)
+    console.print(table)
+    console.print(
+        f"mean s, p99 s: batch processing time; on time: batches within {latency_target:g} s; decisions: the "
+        f"scheduler's grants and holds. Executor-seconds {status['executor_seconds']:.1f}; exit status {code}",
+        style="dim",
+    )
+    raise typer.Exit(code)
+
+
 @app.command()
 def options(
     connector: Annotated[

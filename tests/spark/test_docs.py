@@ -144,6 +144,8 @@ def test_python_snippets_run(workdir, spark, request):
                 assert query.exception() is None
             finally:
                 query.stop()
+        for tuner in [v for v in ns.values() if type(v).__name__ == "Tuner"]:
+            tuner.close()  # the shared session is not left tuned for the tests after this one
     assert (workdir / "runs" / "r1" / "datasets.jsonl").exists()  # the README snippet's metricsPath
 
 

@@ -121,6 +121,8 @@ class Controller:
         # register ops per query, kept after its ``bye``: shows that a restarted query (or a query after a
         # controller restart) came back, which the policy's live query set cannot once the query has ended
         self.registrations: dict[str, dict[str, Any]] = {}  # query -> {"count", "streams" of the latest}
+        self.per_query: dict[str, dict[str, int]] = {}  # query -> {"grants", "holds"}: its own decisions
+        self.on_register: Callable[[str, dict], None] | None = None  # told of every registration (the tuner)
         self._server: _Server | None = None
         self._threads: list[threading.Thread] = []
         self._conns: set[LineSocket] = set()
@@ -255,7 +257,16 @@ class Controller:
         if grant:  # the request was counted as refused
             self.grants += 1
             self.refusals -= 1
+            counts = self._count(str(msg["query"]), True)
+            counts["holds"] -= 1
         return grant
+
+    def _count(self, query: str, grant: bool) -> dict[str, int]:
+        counts = self.per_query.setdefault(query, {"grants": 0, "holds": 0})
+        counts["grants" if grant else "holds"] += 1
+        while len(self.per_query) > MAX_REMEMBERED:  # bounded, as the registrations
+            self.per_query.pop(next(iter(self.per_query)))
+        return counts
 
     def report_output(self, query: str, rows: int) -> None:
         """The query's sink wrote ``rows`` result rows. Sinks run on the driver, beside the controller: a direct
@@ -276,6 +287,8 @@ class Controller:
             self.last_seen[q] = now
             self._note_registration(str(msg["query"]), sorted(streams))
             self.changed.notify_all()  # a restarted query's slot is free
+            if self.on_register is not None:
+                self.on_register(q, streams)
             return {"ok": True, "policy": p.name}
         if op == "poll":
             q = str(msg["query"])
@@ -305,6 +318,7 @@ class Controller:
             if msg["want"]:
                 self.grants += int(grant)
                 self.refusals += int(not grant)
+                self._count(q, grant)
             # a refused source asks again after one scheduling cycle, not at every poll (Spark polls every 20 ms);
             # with ``longpoll`` the cycle is spent waiting here instead (handle), so it may ask again at once
             retry = 0.0 if grant or p.config.longpoll else p.config.cycle
@@ -360,6 +374,7 @@ class Controller:
             "queries": sorted(self.policy.queries),
             "rejected": self.rejected,
             "registrations": {q: r["count"] for q, r in sorted(self.registrations.items())},
+            "per_query": {q: dict(c) for q, c in sorted(self.per_query.items())},
             "selectivity": {
                 k: q.selectivity for k, q in sorted(self.policy.queries.items()) if q.measured and q.in_decayed > 0
             },

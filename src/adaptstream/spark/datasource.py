@@ -180,6 +180,8 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
 
     def _offset(self, seq: int) -> dict:
         extra = self.connector.offset_fields(seq)
+        if self.sched is not None:  # the name it is scheduled under: how the tuner links it to the Spark query
+            extra = {**extra, "ctl": self.sched.query}
         return {"seq": seq, **extra, "query": self._query_id} if self._query_id else {"seq": seq, **extra}
 
     # -- Spark's streaming reader API ----------------------------------------------------------------------
@@ -350,14 +352,24 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
 
 
 class AdaptstreamDataSource(DataSource):
-    """Register with :func:`register`, then ``spark.readStream.format("adaptstream")``."""
+    """Register with :func:`register`, then ``spark.readStream.format("adaptstream")``.
+
+    ``defaults``: options every source of the session takes unless its own say otherwise (the tuner registers a
+    subclass carrying its controller and admission defaults; Spark ships the class to the source's process)."""
+
+    defaults: dict[str, str] = {}  # noqa: RUF012 - replaced per subclass, never mutated
 
     @classmethod
     def name(cls) -> str:
         return FORMAT
 
+    def _options(self) -> dict[str, str]:
+        merged = {str(k).lower(): str(v) for k, v in self.defaults.items()}
+        merged.update({str(k).lower(): str(v) for k, v in self.options.items()})
+        return merged
+
     def schema(self) -> str | StructType:
-        opts = SourceOptions.parse(self.options)
+        opts = SourceOptions.parse(self._options())
         schema = opts.connector_class().schema(opts)
         if schema is not None:
             return schema
@@ -366,7 +378,7 @@ class AdaptstreamDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         try:
-            return AdaptstreamStreamReader(schema, dict(self.options))
+            return AdaptstreamStreamReader(schema, self._options())
         except AdaptstreamError as e:
             return RefusedStreamReader(e)
 
@@ -391,6 +403,13 @@ class RefusedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return None
 
 
-def register(spark) -> None:
-    """Make ``format("adaptstream")`` available in this SparkSession."""
-    spark.dataSource.register(AdaptstreamDataSource)
+def register(spark, defaults: dict[str, str] | None = None) -> None:
+    """Make ``format("adaptstream")`` available in this SparkSession; ``defaults`` are options every source of the
+    session takes unless its own options say otherwise."""
+    if not defaults:
+        spark.dataSource.register(AdaptstreamDataSource)
+        return
+    # A class made here (not importable by name) travels by value, with its defaults, to the source's process.
+    tuned = type("TunedAdaptstreamDataSource", (AdaptstreamDataSource,), {"defaults": dict(defaults)})
+    tuned.__qualname__ = f"register.<locals>.{tuned.__name__}"
+    spark.dataSource.register(tuned)

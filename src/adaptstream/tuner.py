@@ -1,0 +1,365 @@
+"""``adaptstream.tune(spark, ...)``: one tuner per Spark application, for the user's own queries.
+
+What it does, and which Spark lever each part moves (docs/tuning.md):
+
+* **scheduling** - starts the application's controller (control/) in the driver with the named scheduler (Klink or a
+  baseline). Every ``format("adaptstream")`` source started in the session afterwards registers with it without any
+  option (the tuner registers the source with its controller address and secret as defaults) and asks it before
+  each micro-batch: the scheduler decides which query's batch runs next.
+* **admission** - the tuner's ``admission`` / ``admission_params`` become every source's defaults (a source's own
+  options win).
+* **elasticity** - a ``StreamingQueryListener`` reads every query's progress (any source, Spark's own included) and
+  feeds one application-wide elasticity policy (Prompt Alg. 4: batch time against the latency target); its
+  executor count is asked of the cluster manager (``requestTotalExecutors`` / ``killExecutor``; standalone, YARN,
+  Kubernetes). A local master cannot change executors: ``elastic`` there is a ConfigError.
+* **restart** - with ``state_path`` the scheduler's and the elasticity policy's state is saved after every batch and
+  restored when the application starts again.
+
+The controller is an optional helper: when it stops or dies, queries run on unscheduled (one warning in each
+source) and register again when it is back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+import time
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from adaptstream.errors import ConfigError
+
+log = logging.getLogger("adaptstream.tuner")
+STATE_FILE = "tuner-policies.json"
+DURATIONS_KEPT = 4096  # batch times per query kept for the p99 (bounded memory)
+
+
+@dataclass(frozen=True)
+class TunerConfig:
+    """What ``tune`` was asked for; checked before anything starts."""
+
+    scheduler: str = "default"
+    scheduler_params: str = ""
+    elastic: str | None = None
+    elastic_params: str = ""
+    admission: str | None = None
+    admission_params: str = ""
+    latency_target: float = 10.0  # seconds a batch should take at most (the elasticity policy's batch interval)
+    state_path: str | None = None
+    metrics_path: str | None = None
+    port: int = 0  # 0: any free port
+
+    def check(self, master: str) -> None:
+        from adaptstream.admission import ADMISSION
+        from adaptstream.elasticity import ELASTICITY
+        from adaptstream.scheduling import SCHEDULERS
+
+        SCHEDULERS.build(self.scheduler, self.scheduler_params).build()
+        if self.admission is not None or self.admission_params:
+            ADMISSION.build(self.admission or "asap", self.admission_params).build()
+        if not self.latency_target > 0:
+            msg = f"latency_target must be > 0 seconds, got {self.latency_target}"
+            raise ConfigError(msg)
+        if self.elastic is not None:
+            from adaptstream.spark.executors import check_elastic_master
+
+            ELASTICITY.build(self.elastic, self.elastic_params).build()
+            check_elastic_master(master)
+        if not 0 <= self.port <= 65535:
+            msg = f"port must be in [0, 65535], got {self.port}"
+            raise ConfigError(msg)
+
+
+@dataclass
+class QueryRecord:
+    """What the tuner saw of one query (from Spark's progress events)."""
+
+    name: str
+    batches: int = 0
+    rows: int = 0
+    within_target: int = 0
+    durations: deque = field(default_factory=lambda: deque(maxlen=DURATIONS_KEPT))
+    controller_names: set[str] = field(default_factory=set)
+    state: str = "running"
+
+    def summary(self, decisions: dict[str, int]) -> dict[str, Any]:
+        import numpy as np
+
+        d = np.asarray(self.durations, dtype=float)
+        return {
+            "batches": self.batches,
+            "rows": self.rows,
+            "decisions": decisions.get("grants", 0) + decisions.get("holds", 0),
+            "grants": decisions.get("grants", 0),
+            "holds": decisions.get("holds", 0),
+            "batch_seconds_mean": float(d.mean()) if d.size else None,
+            "batch_seconds_p99": float(np.percentile(d, 99)) if d.size else None,
+            "within_target": self.within_target / self.batches if self.batches else None,
+            "sources": sorted(self.controller_names),
+            "state": self.state,
+        }
+
+
+class Tuner:
+    """The running tuner of one SparkSession: a context manager; ``status()`` and ``close()``."""
+
+    def __init__(self, spark: Any, config: TunerConfig) -> None:
+        self.spark = spark
+        self.config = config
+        self.closed = False
+        self.queries: dict[str, QueryRecord] = {}
+        self.executors: list[list[float]] = []
+        self.warned: set[str] = set()
+        self._lock = threading.Lock()
+        self.controller: Any = None
+        self.elasticity: Any = None
+        self.executor_control: Any = None
+        self._listener: Any = None
+        self.restored: int | None = None  # the batch count saved with the restored state (None: a fresh start)
+
+    # -- life cycle -----------------------------------------------------------------------------------------
+    def start(self) -> Tuner:
+        from adaptstream.elasticity import ELASTICITY
+        from adaptstream.scheduling import SCHEDULERS
+        from adaptstream.spark.datasource import register
+        from adaptstream.spark.listener import TunerListener
+
+        c = self.config
+        policy = SCHEDULERS.build(c.scheduler, c.scheduler_params).build()
+        if c.elastic is not None:
+            from adaptstream.spark.executors import ExecutorControl
+
+            self.elasticity = ELASTICITY.build(c.elastic, c.elastic_params).build()
+            self.executor_control = ExecutorControl(self.spark.sparkContext)
+        self._restore(policy)
+        self.controller = self._start_controller(policy)
+        register(self.spark, self._source_defaults())
+        self._listener = TunerListener(self._on_progress, self._on_end)
+        self.spark.streams.addListener(self._listener)
+        self._note_executors()
+        return self
+
+    def _start_controller(self, policy: Any) -> Any:
+        from adaptstream.control.controller import Controller, jvm_heap_used
+
+        ctl = Controller(policy, port=self.config.port, memory=jvm_heap_used(self.spark))
+        try:
+            ctl.start()
+        except OSError as e:  # the port is taken: any free one (sources learn the address from the tuner)
+            log.warning("adaptstream tuner: port %d is not free (%s); using another free port", self.config.port, e)
+            ctl.port = 0
+            ctl.start()
+        ctl.on_register = self._on_register
+        return ctl
+
+    def _source_defaults(self) -> dict[str, str]:
+        c = self.config
+        out = {"controller": self.controller.address, "controllerSecret": self.controller.secret}
+        if c.admission is not None:
+            out["admission"] = c.admission
+        if c.admission_params:
+            out["admissionParams"] = c.admission_params
+        return out
+
+    def close(self) -> None:
+        """Stop the controller and the listener, save the policies' state and write ``tuner.json``; sources
+        started afterwards run untuned. Idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        from adaptstream.spark.datasource import register
+
+        self.flush()
+        with contextlib.suppress(Exception):  # the session may be stopping already
+            self.spark.streams.removeListener(self._listener)
+        self._save()
+        report = self.status()
+        self.controller.stop()
+        with contextlib.suppress(Exception):
+            register(self.spark)  # later sources: plain, not pointed at a stopped controller
+        if self.config.metrics_path:
+            os.makedirs(self.config.metrics_path, exist_ok=True)
+            with open(os.path.join(self.config.metrics_path, "tuner.json"), "w") as f:
+                json.dump(report, f, indent=2, default=str)
+        _TUNERS.pop(id(self.spark), None)
+
+    def __enter__(self) -> Tuner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- what the tuner reports -------------------------------------------------------------------------------
+    def flush(self, timeout: float = 10.0) -> None:
+        """Wait until Spark delivered the progress events posted so far (its listener bus is asynchronous)."""
+        with contextlib.suppress(Exception):  # a stopped context has no bus: nothing more will come
+            self.spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(int(timeout * 1000))
+
+    def status(self) -> dict[str, Any]:
+        """The tuner's state as a dict: policies, controller, every query seen (events Spark posted before the
+        call included), the executor timeline."""
+        if not self.closed:
+            self.flush()
+        stats = self.controller.stats() if self.controller is not None else {}
+        per_query = stats.get("per_query", {})
+        with self._lock:
+            queries = {
+                name: rec.summary(_merge(per_query, rec.controller_names)) for name, rec in sorted(self.queries.items())
+            }
+            executors = [list(x) for x in self.executors]
+        return {
+            "scheduler": self.config.scheduler,
+            "elastic": self.config.elastic,
+            "admission": self.config.admission,
+            "config": asdict(self.config),
+            "controller": self.controller.address if self.controller is not None else None,
+            "closed": self.closed,
+            "queries": queries,
+            "registered": stats.get("registrations", {}),
+            "executors": executors,
+            "elasticity_log": self.elasticity.decision_log() if self.elasticity is not None else [],
+            "controller_stats": {k: v for k, v in stats.items() if k != "per_query"},
+        }
+
+    # -- events ---------------------------------------------------------------------------------------------
+    def _on_register(self, query: str, streams: dict) -> None:
+        if streams or not self.controller.policy.gates or query in self.warned:
+            return
+        self.warned.add(query)
+        log.warning(
+            "adaptstream tuner: source %s gave no window slide (option windowPeriod) and no watermark delay "
+            "(watermarkDelay); %s schedules it as a query without deadline",
+            query,
+            self.config.scheduler,
+        )
+
+    def _on_progress(self, p: Any) -> None:
+        with self._lock:
+            rec = self.queries.setdefault(p.query, QueryRecord(p.query))
+            rec.batches += 1
+            rec.rows += p.rows
+            rec.durations.append(p.seconds)
+            rec.within_target += int(p.seconds <= self.config.latency_target)
+            rec.controller_names.update(p.controller_names)
+        if self.elasticity is not None and p.rows > 0:
+            self._scale(p)
+        self._save()
+
+    def _on_end(self, name: str, error: str | None) -> None:
+        with self._lock:
+            rec = self.queries.setdefault(name, QueryRecord(name))
+            rec.state = "stopped" if not error else f"failed: {str(error).splitlines()[0][:200]}"
+        if error:
+            log.warning("adaptstream tuner: query %s failed; the other queries go on (%s)", name, rec.state)
+
+    def _scale(self, p: Any) -> None:
+        from adaptstream.elasticity import BatchStats
+
+        target = self.elasticity.plan.executors
+        plan = self.elasticity.on_batch(BatchStats(p.seconds, self.config.latency_target, p.rows, 0))
+        if plan.executors != target or plan.executors != len(self.executor_control.executors()):
+            self.executor_control.scale_to(plan.executors)
+            log.info("adaptstream tuner: executors -> %d (query %s, batch %.2f s)", plan.executors, p.query, p.seconds)
+        self._note_executors()
+
+    def _note_executors(self) -> None:
+        count = executor_count(self.spark.sparkContext)
+        with self._lock:
+            if not self.executors or self.executors[-1][1] != count:
+                self.executors.append([time.time(), count])
+
+    # -- state ----------------------------------------------------------------------------------------------
+    def _state_file(self) -> Any:
+        from adaptstream.policy import PolicyStateFile
+
+        path = self.config.state_path
+        return PolicyStateFile(os.path.join(path, STATE_FILE)) if path else None
+
+    def _restore(self, scheduler: Any) -> None:
+        store = self._state_file()
+        if store is not None:
+            self.restored = store.restore(scheduler=scheduler, elasticity=self.elasticity)
+
+    def _save(self) -> None:
+        store = self._state_file()
+        if store is None or self.controller is None:
+            return
+        with self.controller.lock:  # the scheduler is the controller's: snapshot it between requests
+            store.save(
+                sum(r.batches for r in self.queries.values()),
+                scheduler=self.controller.policy,
+                elasticity=self.elasticity,
+            )
+
+
+def _merge(per_query: dict[str, dict[str, int]], names: set[str]) -> dict[str, int]:
+    out = {"grants": 0, "holds": 0}
+    for n in names:
+        for k in out:
+            out[k] += per_query.get(n, {}).get(k, 0)
+    return out
+
+
+def executor_count(sc: Any) -> int:
+    """Executors alive now; a local master runs one inside the driver."""
+    if str(sc.master).lower().startswith("local"):
+        return 1
+    return int(sc._jsc.sc().getExecutorIds().size())
+
+
+_TUNERS: dict[int, Tuner] = {}
+
+
+def running_tuner(spark: Any) -> Tuner | None:
+    """The open tuner of this SparkSession, if any."""
+    t = _TUNERS.get(id(spark))
+    return t if t is not None and not t.closed else None
+
+
+def tune(
+    spark: Any,
+    *,
+    scheduler: str = "default",
+    elastic: str | None = None,
+    admission: str | None = None,
+    metrics_path: str | None = None,
+    scheduler_params: str = "",
+    elastic_params: str = "",
+    admission_params: str = "",
+    latency_target: float = 10.0,
+    state_path: str | None = None,
+    port: int = 0,
+) -> Tuner:
+    """Tune this SparkSession's streaming queries: one tuner per session (a second call with the same settings
+    returns the running one, with other settings it is a ConfigError). Use as a context manager, or ``close()``."""
+    config = TunerConfig(
+        scheduler,
+        scheduler_params,
+        elastic,
+        elastic_params,
+        admission,
+        admission_params,
+        float(latency_target),
+        state_path,
+        metrics_path,
+        int(port),
+    )
+    running = _TUNERS.get(id(spark))
+    if running is not None and not running.closed:
+        if running.config == config:
+            return running
+        msg = "this SparkSession is tuned already (with other settings); close() that tuner before tuning it again"
+        raise ConfigError(msg)
+    if config.scheduler.strip().lower() == "fair" and spark.conf.get("spark.scheduler.mode", "FIFO") != "FAIR":
+        msg = (
+            "scheduler 'fair' needs spark.scheduler.mode=FAIR when the SparkContext starts (adaptstream submit sets it)"
+        )
+        raise ConfigError(msg)
+    config.check(spark.sparkContext.master)
+    tuner = Tuner(spark, config).start()
+    _TUNERS[id(spark)] = tuner
+    return tuner

@@ -1,0 +1,201 @@
+"""``adaptstream.tune`` and ``adaptstream submit`` on a user's own application (examples/app: own schemas, CSV
+directories and a Redis stream): every query's output equals the same query in batch SQL, every query is scheduled
+(decisions > 0), bad input is refused with clear errors, and the scheduler's state survives a restart."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+import adaptstream
+from adaptstream.errors import ConfigError
+
+pytestmark = pytest.mark.spark
+APP_DIR = pathlib.Path(__file__).parents[2] / "examples" / "app"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"example_{name}", APP_DIR / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _rows(df) -> list[tuple]:
+    return sorted(tuple(round(x, 9) if isinstance(x, float) else x for x in r) for r in df.collect())
+
+
+def expected(spark, app, data: str, events_csv: str) -> dict[str, list[tuple]]:
+    """The three queries of the example, in batch SQL over the same input."""
+    from pyspark.sql import functions as F
+
+    readings = spark.read.schema(app.READINGS).csv(os.path.join(data, "readings"))
+    orders = spark.read.schema(app.ORDERS).csv(os.path.join(data, "orders"))
+    events = spark.read.schema(app.EVENTS).csv(events_csv)
+    return {
+        "sensor_avg": _rows(
+            readings.groupBy("sensor", F.window("ts", "10 seconds")).agg(F.avg("reading").alias("avg_reading"))
+        ),
+        "big_orders": _rows(orders.where("amount > 10").select("order_id", "customer", "amount")),
+        "actions": _rows(events.groupBy("action", F.window("ts", "10 seconds")).count()),
+    }
+
+
+@pytest.mark.redis
+def test_the_example_application_under_klink_equals_batch_sql_and_every_query_is_scheduled(
+    spark, redis_server, tmp_path
+):
+    app, make = _load("app"), _load("make_data")
+    data, out = str(tmp_path / "data"), str(tmp_path / "out")
+    url = f"{redis_server.url}/events-{uuid.uuid4().hex[:8]}"
+    assert make.main([data, url]) == 0
+    events_csv = tmp_path / "events.csv"
+    events_csv.write_text("\n".join(make.events()) + "\n")
+
+    with adaptstream.tune(spark, scheduler="klink", metrics_path=str(tmp_path / "metrics")) as tuner:
+        assert adaptstream.tune(spark, scheduler="klink", metrics_path=str(tmp_path / "metrics")) is tuner
+        with pytest.raises(ConfigError, match="tuned already"):
+            adaptstream.tune(spark, scheduler="rr")
+        adaptstream.register(spark)  # the example's call: a no-op under the tuner
+        queries = app.start_queries(spark, data, out, url)
+        try:
+            for q in queries:
+                q.processAllAvailable()
+        finally:
+            for q in queries:
+                q.stop()
+        status = tuner.status()
+    assert status["scheduler"] == "klink" and set(status["queries"]) == {"sensor_avg", "big_orders", "actions"}
+    for name, q in status["queries"].items():
+        assert q["batches"] > 0 and q["decisions"] > 0 and q["sources"], (name, q)
+    assert len(status["registered"]) == 3
+    report = json.loads((tmp_path / "metrics" / "tuner.json").read_text())
+    assert report["scheduler"] == "klink" and report["queries"].keys() == status["queries"].keys()
+
+    want = expected(spark, app, data, str(events_csv))
+    for name in ("sensor_avg", "big_orders", "actions"):
+        assert _rows(spark.read.parquet(os.path.join(out, name))) == want[name], name
+
+
+def test_bad_input_to_tune_is_refused_with_the_valid_choices(spark, tmp_path):
+    with pytest.raises(ConfigError, match="valid choices: default, fair, fcfs, hr, klink, rr, sbox"):
+        adaptstream.tune(spark, scheduler="klnk")
+    with pytest.raises(ConfigError, match=r"has no parameter\(s\) \['hodl'\]"):
+        adaptstream.tune(spark, scheduler="klink", scheduler_params="hodl=1")
+    with pytest.raises(ConfigError, match="needs a cluster manager"):
+        adaptstream.tune(spark, elastic="prompt")
+    with pytest.raises(ConfigError, match=r"has no parameter\(s\) \['histroy'\]"):
+        adaptstream.tune(spark, admission="lmstream", admission_params="histroy=3")
+    with pytest.raises(ConfigError, match=r"spark\.scheduler\.mode=FAIR"):
+        adaptstream.tune(spark, scheduler="fair")
+
+
+def test_the_scheduler_state_survives_a_restart_of_the_application(spark, tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(3):
+        (src / f"{i}.csv").write_text("".join(f"k{j},{j}\n" for j in range(5)))
+    state, ck = str(tmp_path / "tuner-state"), str(tmp_path / "ck")
+
+    def run(tuner) -> None:
+        df = (
+            spark.readStream.format("adaptstream")
+            .schema("k STRING, v INT")
+            .option("path", str(src))
+            .option("fileStableSeconds", "0")
+            .option("windowPeriod", "2 seconds")
+            .load()
+        )
+        q = df.writeStream.queryName("mine").format("noop").option("checkpointLocation", ck).start()
+        try:
+            q.processAllAvailable()
+        finally:
+            q.stop()
+
+    with adaptstream.tune(spark, scheduler="klink", state_path=state) as first:
+        assert first.restored is None  # nothing saved yet: a fresh start
+        run(first)
+        seen = first.status()["queries"]["mine"]
+        assert seen["decisions"] > 0 and len(seen["sources"]) == 1
+    (source,) = seen["sources"]
+    saved = json.loads((tmp_path / "tuner-state" / "tuner-policies.json").read_text())
+    klink_state = saved["policies"]["scheduler"]
+    assert klink_state["policy"] == "klink" and source in klink_state["state"]["queries"]
+
+    (src / "3.csv").write_text("k9,9\n")
+    with adaptstream.tune(spark, scheduler="klink", state_path=state) as second:
+        assert second.restored == saved["offset"]
+        assert second.controller.policy.state_dict() == klink_state  # restored before any query registers
+        run(second)  # the same query restarts from its checkpoint, under the same source name
+        after = second.status()["queries"]["mine"]
+    assert after["sources"] == [source] and after["decisions"] > 0
+    resumed = second.controller.policy.queries[source]
+    assert resumed.batches > klink_state["state"]["queries"][source]["batches"]
+
+
+# -- adaptstream submit: the same application, unmodified --------------------------------------------------
+def _submit(*args: str, timeout: float = 400) -> subprocess.CompletedProcess:
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "adaptstream.cli", "submit", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.redis
+@pytest.mark.slow
+def test_the_example_application_unmodified_under_submit(spark, redis_server, tmp_path):
+    make = _load("make_data")
+    data, out, metrics = (str(tmp_path / p) for p in ("data", "out", "metrics"))
+    url = f"{redis_server.url}/events-{uuid.uuid4().hex[:8]}"
+    assert make.main([data, url]) == 0
+    done = _submit(str(APP_DIR / "app.py"), data, out, url, "--scheduler", "klink", "--metrics", metrics)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "Traceback" not in done.stdout + done.stderr
+    for name in ("sensor_avg", "big_orders", "actions"):
+        assert name in done.stdout
+    report = json.loads((tmp_path / "metrics" / "tuner.json").read_text())
+    assert report["scheduler"] == "klink" and report["elastic"] is None and report["exit_status"] == 0
+    assert set(report["queries"]) == {"sensor_avg", "big_orders", "actions"}
+    for name, q in report["queries"].items():
+        assert isinstance(q["batches"], int) and q["batches"] > 0, name
+        assert isinstance(q["decisions"], int) and q["decisions"] > 0, name
+    assert all(len(x) == 2 and x[1] >= 1 for x in report["executors"])
+
+    events_csv = tmp_path / "events.csv"
+    events_csv.write_text("\n".join(make.events()) + "\n")
+    want = expected(spark, _load("app"), data, str(events_csv))
+    for name in ("sensor_avg", "big_orders", "actions"):
+        assert _rows(spark.read.parquet(os.path.join(out, name))) == want[name], name
+
+
+def test_a_script_that_raises_keeps_its_status_shows_its_traceback_once_and_closes_the_tuner(tmp_path):
+    script = tmp_path / "boom.py"
+    script.write_text(
+        "from pyspark.sql import SparkSession\n"
+        "spark = SparkSession.builder.getOrCreate()\n"
+        "q = spark.readStream.format('rate').load().writeStream.queryName('left_running').format('noop').start()\n"
+        "raise RuntimeError('boom in the application')\n"
+    )
+    done = _submit(str(script), "--metrics", str(tmp_path / "m"), "--scheduler", "rr")
+    assert done.returncode == 1
+    assert done.stderr.count("RuntimeError: boom in the application") == 1
+    assert done.stderr.count("Traceback") == 1
+    report = json.loads((tmp_path / "m" / "tuner.json").read_text())
+    assert report["closed"] and report["exit_status"] == 1 and report["scheduler"] == "rr"
+
+
+def test_submit_of_a_missing_script_is_one_line_before_spark_starts(tmp_path):
+    done = _submit(str(tmp_path / "nope.py"), timeout=60)
+    assert done.returncode == 2 and "no such application script" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,82 @@
+"""The tuner's pure parts: its config checks, the source defaults it ships to the source's process, the per-query
+summary, and Spark's progress as the listener reads it."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from adaptstream.errors import ConfigError
+from adaptstream.spark.listener import progress_of
+from adaptstream.tuner import QueryRecord, TunerConfig, _merge
+
+
+def test_the_tuned_source_carries_its_defaults_by_value_and_its_own_options_win(tmp_path):
+    import cloudpickle
+
+    from adaptstream.spark.datasource import AdaptstreamDataSource, register
+    from adaptstream.spark.options import SourceOptions
+
+    registered: list = []
+    fake_session = SimpleNamespace(dataSource=SimpleNamespace(register=registered.append))
+    register(fake_session, {"admission": "fixed", "admissionParams": "trigger=2", "controller": "127.0.0.1:9"})
+    (tuned,) = registered
+    assert issubclass(tuned, AdaptstreamDataSource) and tuned.name() == "adaptstream"
+    shipped = cloudpickle.loads(cloudpickle.dumps(tuned))  # how Spark sends it to the source's process
+    assert shipped.defaults == tuned.defaults
+    mine = shipped({"path": str(tmp_path), "ADMISSION": "asap"})._options()
+    assert (mine["admission"], mine["controller"]) == ("asap", "127.0.0.1:9")  # its own option wins
+    theirs = SourceOptions.parse(shipped({"path": str(tmp_path)})._options())
+    assert (theirs.admission, theirs.admission_policy().trigger, theirs.controller) == ("fixed", 2.0, "127.0.0.1:9")
+    register(fake_session)
+    assert registered[-1] is AdaptstreamDataSource  # untuned again: the plain class, no defaults
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"scheduler": "klnk"}, "valid choices: default, fair, fcfs, hr, klink, rr, sbox"),
+        ({"scheduler": "klink", "scheduler_params": "hold=-1"}, "hold must be >= 0"),
+        ({"elastic": "prompt"}, "needs a cluster manager"),
+        ({"elastic": "prompt", "elastic_params": "bogus=1"}, r"has no parameter\(s\) \['bogus'\]"),
+        ({"admission": "lmstream", "admission_params": "history=1"}, "lmstream needs history >= 2"),
+        ({"latency_target": 0.0}, "latency_target must be > 0"),
+        ({"port": 70000}, r"port must be in \[0, 65535\]"),
+    ],
+)
+def test_tuner_config_refuses_bad_input_before_anything_starts(kwargs, match):
+    with pytest.raises(ConfigError, match=match):
+        TunerConfig(**kwargs).check("local[2]")
+
+
+def test_the_query_summary_counts_decisions_of_its_sources_and_the_latency_target():
+    rec = QueryRecord("q")
+    for s in (0.5, 1.0, 12.0):
+        rec.batches += 1
+        rec.durations.append(s)
+        rec.within_target += int(s <= 10.0)
+    rec.controller_names.update({"a", "b"})
+    out = rec.summary(
+        _merge({"a": {"grants": 3, "holds": 1}, "b": {"grants": 2, "holds": 0}, "c": {"grants": 9}}, {"a", "b"})
+    )
+    assert (out["decisions"], out["grants"], out["holds"]) == (6, 5, 1)
+    assert out["within_target"] == pytest.approx(2 / 3) and out["batch_seconds_mean"] == pytest.approx(13.5 / 3)
+
+
+def test_progress_is_read_with_the_scheduled_source_names():
+    src = SimpleNamespace(endOffset=json.dumps({"seq": 4, "ctl": "abc"}))
+    other = SimpleNamespace(endOffset='{"offset": 7}')
+    p = SimpleNamespace(
+        name=None,
+        id="qid",
+        runId="rid",
+        batchId=3,
+        numInputRows=42,
+        durationMs={"triggerExecution": 1500},
+        timestamp="t",
+        sources=[src, other],
+    )
+    got = progress_of(p)
+    assert (got.query, got.batch, got.rows, got.seconds, got.controller_names) == ("qid", 3, 42, 1.5, ("abc",))

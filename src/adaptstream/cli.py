@@ -168,6 +168,7 @@ def _run_with_progress(spark, spec, run_dir: str, log_file: str):
 
 @app.command()
 def run(
+    ctx: typer.Context,
     workload: WorkloadsOpt = None,
     admission: AdmissionOpt = "lmstream",
     traffic: TrafficOpt = "constant",
@@ -235,11 +236,49 @@ def run(
             help="parameters of the --elastic policy, e.g. 'max_executors=3' or 'reduce_buckets=3;executors=3'",
         ),
     ] = "",
+    sql: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="QUERY",
+            help="your own query over --input, read as the table 'input' (repeat: several run concurrently "
+            "under --scheduler); instead of --workload",
+        ),
+    ] = None,
+    schema: Annotated[
+        str | None, typer.Option(metavar="DDL", help="with --sql: the columns of the input files, 'a INT, b STRING'")
+    ] = None,
+    file_format: Annotated[
+        str, typer.Option("--format", metavar="csv|json|parquet", help="with --sql: the input files' format")
+    ] = "csv",
+    header: Annotated[bool, typer.Option(help="with --sql: CSV files start with a header line")] = False,
 ) -> None:
-    """Run one workload (or several, concurrently, under a multi-query scheduler) and summarise it."""
+    """Run one workload (or several, concurrently, under a multi-query scheduler), or your own --sql queries over
+    --input, and summarise it."""
     from adaptstream.metrics.plots import plot_timelines
     from adaptstream.runner import RunSpec, check_spec, input_files, is_redis_url
 
+    if sql:
+        if workload:
+            msg = "give either --workload (built-in queries) or --sql (your own), not both"
+            raise ConfigError(msg)
+        if not input:
+            msg = "--sql needs --input DIR: the directory of files the query reads as the table 'input'"
+            raise ConfigError(msg)
+        from adaptstream.sqlrun import SqlSpec
+
+        spec_sql = SqlSpec(
+            tuple(sql),
+            schema,
+            input,
+            file_format.lower(),
+            header,
+            scheduler,
+            scheduler_params,
+            admission if _given(ctx, "admission") else None,  # --sql: Spark's default (asap) unless asked
+            admission_params,
+        )
+        _run_sql(spec_sql, run_dir, master)
+        return
     workloads = workload or ["LR1S"]
     if len(workloads) > 1 and (reduce is not None or elastic is not None):
         msg = "--reduce and --elastic run one workload (pane mode); give a single --workload"
@@ -390,6 +429,34 @@ def demo(
     md = write_comparison(results, run_dir, f"adaptstream demo: {workload}, {traffic} traffic at {rate} rows/s")
     _print_table(results)
     console.print(f"comparison: [bold]{md}[/] and plots in {run_dir} (Spark's log: {run_dir}/spark.log)")
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    """True when the option was on the command line (not its default)."""
+    import click
+
+    return ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+
+
+def _run_sql(spec, run_dir: str | None, master: str) -> None:
+    from rich.table import Table
+
+    from adaptstream.sqlrun import run_sql
+
+    spec.check()
+    run_dir = run_dir or os.path.join("runs", f"sql-{time.strftime('%Y%m%d-%H%M%S')}")
+    log_file = os.path.join(_fresh_dir(run_dir), "spark.log")
+    spark = _spark(master, log_file)
+    with console.status(f"running {len(spec.sqls)} quer{'y' if len(spec.sqls) == 1 else 'ies'} over {spec.input_dir}"):
+        report = run_sql(spark, spec, run_dir)
+    table = Table(title=f"--sql under scheduler {spec.scheduler}")
+    for col in ("query", "mode", "batches", "input rows", "output rows", "decisions", "state"):
+        table.add_column(col, justify="left" if col in ("query", "mode", "state") else "right")
+    for name, q in report["queries"].items():
+        row = (name, q["mode"], q.get("batches", 0), q.get("rows", 0), q["output_rows"], q.get("decisions", 0))
+        table.add_row(*map(str, row), q.get("state", "-"))
+    console.print(table)
+    console.print(f"outputs: {run_dir}/q*/output (Parquet); {run_dir}/sql.json, {run_dir}/tuner.json", style="dim")
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -199,3 +199,65 @@ def test_submit_of_a_missing_script_is_one_line_before_spark_starts(tmp_path):
     done = _submit(str(tmp_path / "nope.py"), timeout=60)
     assert done.returncode == 2 and "no such application script" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+# -- adaptstream run --sql: one's own queries over one's own files from the CLI ---------------------------------
+def _cli(capsys, *args: str) -> tuple[int, str]:
+    from adaptstream import cli
+
+    try:
+        cli.main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def test_run_sql_runs_several_own_queries_under_klink_equal_to_batch_sql(spark, tmp_path, capsys, monkeypatch):
+    from adaptstream import cli
+
+    monkeypatch.setattr(cli, "_spark", lambda master, log_file, shuffle_partitions=2: spark)
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(4):
+        (src / f"{i}.csv").write_text("".join(f"k{j % 3},{i * 10 + j}\n" for j in range(10)))
+    run = tmp_path / "run"
+    code, out = _cli(
+        capsys, "run", "--input", str(src), "--schema", "k STRING, v INT", "--scheduler", "klink",
+        "--sql", "SELECT k, v FROM input WHERE v % 2 = 0",
+        "--sql", "SELECT k, count(*) AS n, sum(v) AS s FROM input GROUP BY k",
+        "--run-dir", str(run),
+    )  # fmt: skip
+    assert code == 0, out
+    assert "Traceback" not in out and "q1" in out and "q2" in out
+    batch = spark.read.schema("k STRING, v INT").csv(str(src))
+    batch.createOrReplaceTempView("input_batch")
+    want1 = _rows(spark.sql("SELECT k, v FROM input_batch WHERE v % 2 = 0"))
+    want2 = _rows(spark.sql("SELECT k, count(*) AS n, sum(v) AS s FROM input_batch GROUP BY k"))
+    assert _rows(spark.read.parquet(str(run / "q1" / "output"))) == want1
+    assert _rows(spark.read.parquet(str(run / "q2" / "output"))) == want2
+    report = json.loads((run / "sql.json").read_text())
+    assert [report["queries"][q]["mode"] for q in ("q1", "q2")] == ["append", "complete"]
+    assert all(report["queries"][q]["decisions"] > 0 for q in ("q1", "q2")), report["queries"]
+    assert json.loads((run / "tuner.json").read_text())["scheduler"] == "klink"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("--sql", "SELEC k FROM input"), "--sql 1 ('SELEC k FROM input'): [PARSE_SYNTAX_ERROR]"),
+        (("--sql", "SELECT nope FROM input"), "UNRESOLVED_COLUMN"),
+        (("--sql", "SELECT 1", "--workload", "LR1S"), "either --workload"),
+    ],
+)
+def test_run_sql_errors_are_one_line(spark, tmp_path, capsys, monkeypatch, args, expected):
+    from adaptstream import cli
+
+    monkeypatch.setattr(cli, "_spark", lambda master, log_file, shuffle_partitions=2: spark)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("x,1\n")
+    code, out = _cli(capsys, "run", "--input", str(tmp_path / "in"), "--schema", "k STRING, v INT", *args,
+                     "--run-dir", str(tmp_path / "run"))  # fmt: skip
+    assert code != 0 and expected in " ".join(out.split()), out
+    assert "Traceback" not in out

@@ -250,9 +250,11 @@ class Tuner:
         self._save()
 
     def _on_end(self, name: str, error: str | None) -> None:
+        from adaptstream.runner import query_error
+
         with self._lock:
             rec = self.queries.setdefault(name, QueryRecord(name))
-            rec.state = "stopped" if not error else f"failed: {str(error).splitlines()[0][:200]}"
+            rec.state = "stopped" if not error else f"failed: {str(query_error(str(error)))[:300]}"
         if error:
             log.warning("adaptstream tuner: query %s failed; the other queries go on (%s)", name, rec.state)
 

@@ -1,11 +1,15 @@
 """Elasticity on a real standalone cluster (3 workers of 1 core, 1 GB): executors are removed and added through
-Spark's own requests, and a pane-mode query whose policy asks for more executors gets them.
+Spark's own requests, and ``adaptstream.tune(elastic="prompt")`` scales the executors of a query on Spark's own
+``rate`` source out while its batches run late and in once they are early, with every row written once (the work
+per row is read from a file the test rewrites, heavy then light, so lateness comes from the query and the
+executors, not from the machine).
 
 Runs in a subprocess: the rest of the suite shares one local SparkSession, and a process holds one SparkContext.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -33,37 +37,14 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.fixture(scope="module")
-def master(tmp_path_factory):
-    env = {
-        **os.environ,
-        "ADAPTSTREAM_CLUSTER_DIR": str(tmp_path_factory.mktemp("cluster")),
-        "ADAPTSTREAM_MASTER_PORT": "7178",
-        "PYTHON": sys.executable,
-        "ADAPTSTREAM_WORKER_MEMORY": "1g",
-    }
-    try:  # a start that times out may leave daemons behind: stop in every case
-        url = subprocess.run(
-            ["bash", f"{ROOT}/scripts/cluster.sh", "start", "3"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=True,
-        ).stdout.strip()
-        yield url
-    finally:
-        subprocess.run(["bash", f"{ROOT}/scripts/cluster.sh", "stop"], env=env, timeout=120, check=False)
-
-
-def test_executors_are_removed_and_added(master):
+def test_executors_are_removed_and_added(cluster3):
     env = {
         **os.environ,
         "PYTHONPATH": os.path.join(ROOT, "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
         "SPARK_LOCAL_IP": "127.0.0.1",
     }
     res = subprocess.run(
-        [sys.executable, "-c", SCRIPT, master], env=env, capture_output=True, text=True, timeout=480, check=False
+        [sys.executable, "-c", SCRIPT, cluster3], env=env, capture_output=True, text=True, timeout=480, check=False
     )
     assert res.returncode == 0, res.stderr[-3000:]
     out = res.stdout
@@ -71,3 +52,81 @@ def test_executors_are_removed_and_added(master):
     assert "AFTER_KILL 1" in out, out
     assert "ADD 1 True" in out and "AFTER_ADD 2" in out, out
     assert "JOB 7" in out, out
+
+
+TUNER_SCRIPT = textwrap.dedent("""
+    import json, os, sys, time
+    import adaptstream
+    from pyspark.sql import functions as F
+    from adaptstream.spark.session import build_spark
+
+    master, out, ck, load, metrics = sys.argv[1:6]
+    spark = build_spark(master=master, conf={"spark.executor.memory": "512m", "spark.executor.cores": "1",
+                        "spark.executorEnv.PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+    params = "initial_map_tasks=1;initial_reduce_buckets=1;min_tasks=1;max_executors=3;d=2;grace=2"
+    tuner = adaptstream.tune(spark, elastic="prompt", elastic_params=params, latency_target=2.0,
+                             metrics_path=metrics)
+
+    @F.udf("long")
+    def work(v):
+        with open(load) as f:
+            time.sleep(float(f.read()))
+        return v
+
+    df = spark.readStream.format("rate").option("rowsPerSecond", 12).option("numPartitions", 3).load()
+    q = (df.select(work("value").alias("value")).writeStream.queryName("ticks").format("parquet")
+         .option("path", out).option("checkpointLocation", ck).trigger(processingTime="2 seconds").start())
+
+    def executors():
+        return tuner.status()["executors"][-1][1]
+
+    def phase(per_row, until, timeout):
+        with open(load + ".tmp", "w") as f:
+            f.write(str(per_row))
+        os.replace(load + ".tmp", load)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not until():
+            q.awaitTermination(1.0)
+        print("PHASE", per_row, executors(), flush=True)
+
+    phase(0.0, lambda: executors() == 1, 180)     # light: the plan's one executor
+    phase(0.4, lambda: executors() >= 2, 240)     # heavy: batches late -> more executors
+    peak = executors()
+    phase(0.0, lambda: executors() == 1, 240)     # light again: early batches -> fewer
+    q.stop()
+    tuner.close()
+    print("PEAK", peak, flush=True)
+    got = spark.read.parquet(out).agg(F.count("value"), F.countDistinct("value"), F.min("value"), F.max("value"))
+    print("OUT", *got.first(), flush=True)  # the committed files only (the file sink's log)
+    spark.stop()
+""")
+
+
+def test_the_tuner_scales_executors_of_a_rate_query_out_and_in_without_losing_rows(cluster3, tmp_path):
+    load = tmp_path / "per_row_seconds"
+    load.write_text("0")
+    out, ck, metrics = (str(tmp_path / p) for p in ("out", "ck", "metrics"))
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.path.join(ROOT, "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
+    res = subprocess.run(
+        [sys.executable, "-c", TUNER_SCRIPT, cluster3, out, ck, str(load), metrics],
+        env=env, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    lines = [ln.split() for ln in res.stdout.splitlines() if ln.startswith(("PHASE", "PEAK", "OUT"))]
+    assert [ln[0] for ln in lines] == ["PHASE", "PHASE", "PHASE", "PEAK", "OUT"], res.stdout
+    (_, _, first), (_, _, heavy), (_, _, light), (_, peak), (_, *written) = lines
+    assert int(first) == 1 and int(heavy) >= 2 and int(peak) >= 2 and int(light) == 1, res.stdout
+
+    report = json.loads((tmp_path / "metrics" / "tuner.json").read_text())
+    counts = [n for _, n in report["executors"]]
+    top = counts.index(max(counts))
+    assert max(counts) >= 2 and counts[-1] < max(counts) and top < len(counts) - 1, counts  # out, then in
+    assert report["elasticity_log"], "the policy logged no decision"
+    q = report["queries"]["ticks"]
+    count, distinct, lo, hi = map(int, written)
+    assert count == distinct == q["rows"] > 0  # every row of every completed batch, written once
+    assert (lo, hi) == (0, count - 1)  # the rate source's values from the first: none missing in between

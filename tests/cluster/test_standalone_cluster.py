@@ -34,25 +34,9 @@ SCRIPT = textwrap.dedent("""
 
 
 @pytest.fixture(scope="module")
-def master(tmp_path_factory):
-    env = {
-        **os.environ,
-        "ADAPTSTREAM_CLUSTER_DIR": str(tmp_path_factory.mktemp("cluster")),
-        "ADAPTSTREAM_MASTER_PORT": "7177",
-        "PYTHON": sys.executable,
-    }
-    url = subprocess.run(
-        ["bash", f"{ROOT}/scripts/cluster.sh", "start", "2"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=True,
-    ).stdout.strip()
-    try:
+def master(tmp_path_factory, standalone_cluster):
+    with standalone_cluster(str(tmp_path_factory.mktemp("cluster")), 2, 7177) as url:
         yield url
-    finally:
-        subprocess.run(["bash", f"{ROOT}/scripts/cluster.sh", "stop"], env=env, timeout=120, check=False)
 
 
 def test_source_on_standalone_cluster_equals_batch(master, tmp_path):

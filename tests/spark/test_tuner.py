@@ -261,3 +261,33 @@ def test_run_sql_errors_are_one_line(spark, tmp_path, capsys, monkeypatch, args,
                      "--run-dir", str(tmp_path / "run"))  # fmt: skip
     assert code != 0 and expected in " ".join(out.split()), out
     assert "Traceback" not in out
+
+
+def test_a_query_that_fails_is_noted_and_the_others_go_on(spark, tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.csv").write_text("k1,1\nk2,2\n")
+    with adaptstream.tune(spark, scheduler="klink") as tuner:
+        good = (
+            spark.readStream.format("adaptstream").schema("k STRING, v INT").option("path", str(src))
+            .option("fileStableSeconds", "0").load()
+            .writeStream.queryName("good").format("memory").start()
+        )  # fmt: skip
+        bad = (
+            spark.readStream.format("adaptstream").schema("k STRING, v INT").option("path", str(src))
+            .option("numBlocks", "0").load()  # refused by the source once the query starts
+            .writeStream.queryName("bad").format("noop").start()
+        )  # fmt: skip
+        try:
+            from pyspark.errors import StreamingQueryException
+
+            with pytest.raises(StreamingQueryException, match="numBlocks"):
+                bad.awaitTermination(60)
+            good.processAllAvailable()
+            assert sorted(tuple(r) for r in spark.table("good").collect()) == [("k1", 1), ("k2", 2)]
+        finally:
+            good.stop()
+            bad.stop()
+        queries = tuner.status()["queries"]
+    assert queries["bad"]["state"].startswith("failed:") and "numBlocks" in queries["bad"]["state"]
+    assert queries["good"]["state"] == "stopped" and queries["good"]["batches"] > 0

@@ -16,7 +16,7 @@ from adaptstream.errors import ConfigError
 from adaptstream.timeparse import parse_duration
 
 C = TypeVar("C")
-KINDS = ("str", "lower", "bool", "int", "float", "duration", "bytes", "list", "regex")
+KINDS = ("str", "lower", "name", "bool", "int", "float", "duration", "bytes", "list", "regex")
 _SIZE = re.compile(r"^\s*([0-9]+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 
 
@@ -96,6 +96,8 @@ def _typed(kind: str, value: str, name: str) -> Any:
         return tuple(c.strip() for c in value.split(",") if c.strip())
     if kind == "regex":
         return _regex(value, name)
+    if kind == "name":  # a registered name (any case), or package.module:Name kept as written
+        return value if ":" in value else value.strip().lower()
     return value.lower() if kind == "lower" else value
 
 

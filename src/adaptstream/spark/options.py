@@ -75,14 +75,14 @@ def _owner(name: str) -> tuple[str, str] | None:
 
 @dataclass(frozen=True)
 class SourceOptions:
-    connector: str = option("connector", "files", "lower", help="where data comes from (default: from the path)")
+    connector: str = option("connector", "files", "name", help="where data comes from (default: from the path)")
     path: str | None = option("path", None, help="the input directory, or a URL a connector claims")
     file_format: str = option("fileFormat", "csv", "lower", choices=FILE_FORMATS, help="csv, json (lines) or parquet")
     header: bool = option("header", False, "bool", help="CSV: the first line of a file names the columns")
     delimiter: str = option("delimiter", ",", help="CSV field separator")
     null_value: str = option("nullValue", "", help="the CSV token read as null")
     multiline: bool = option("multiLine", True, "bool", help="CSV: newlines inside quoted values")
-    admission: str = option("admission", "asap", "lower", help="when a micro-batch is cut (asap, fixed, lmstream)")
+    admission: str = option("admission", "asap", "name", help="when a micro-batch is cut (asap, fixed, lmstream)")
     admission_params: str = option(
         "admissionParams", "", help="name=value;name=value of the admission policy's config (e.g. history=8)"
     )
@@ -94,7 +94,7 @@ class SourceOptions:
     state_path: str | None = option("statePath", None, help="the source's manifest and policy state")
     drain: bool = option("drain", False, "bool", help="finite input: end the query once all input is read")
     sentinel_path: str | None = option("sentinelPath", None, help="end-of-input rows appended when input ends")
-    partitioner: str = option("partitioner", "time", "lower", help="which rows go to which Spark task")
+    partitioner: str = option("partitioner", "time", "name", help="which rows go to which Spark task")
     num_blocks: int = option("numBlocks", 2, "int", low=1, help="Spark input partitions per micro-batch")
     blocks_file: str | None = option("blocksFile", None, help="a file whose map_tasks overrides numBlocks")
     partition_key: tuple[str, ...] = option("partitionKey", (), "list", help="key column(s) of the partitioner")

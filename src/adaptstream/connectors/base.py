@@ -145,9 +145,15 @@ class StateLock:
     process dies (kill -9 included), so a restarted query never finds a stale lock."""
 
     def __init__(self, state_dir: str) -> None:
-        os.makedirs(state_dir, exist_ok=True)
         self.path = os.path.join(state_dir, "lock")
-        self._f = open(self.path, "a+")  # noqa: SIM115 - held open for the query's lifetime
+        try:
+            os.makedirs(state_dir, exist_ok=True)
+            self._f = open(self.path, "a+")  # noqa: SIM115 - held open for the query's lifetime
+        except OSError as e:
+            msg = (
+                f"cannot use the source state directory {state_dir}: {e.strerror or e}; set statePath to a writable one"
+            )
+            raise ConnectorError(msg) from None
         try:
             fcntl.flock(self._f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

@@ -428,11 +428,7 @@ class RedisConnector(Connector):
     def _start(self, path: str, starting: str) -> tuple[dict[str, str], dict[str, int]]:
         """Where each stream is read from and how many of its entries were added before that (not this query's),
         fixed when the query first starts (a restart reads them back)."""
-        try:
-            with open(path, encoding="utf-8") as f:
-                saved = json.load(f)
-        except FileNotFoundError:
-            saved = {"start": {}, "before": {}}
+        saved = read_start_file(path)
         missing = [s for s in self.addr.streams if s not in saved["start"]]
         if missing:
             for s in missing:  # earliest: every entry there now; latest: only entries added from now on
@@ -641,6 +637,26 @@ class RedisConnector(Connector):
 
     def stop(self) -> None:
         self.r.close()
+
+
+def read_start_file(path: str) -> dict[str, dict]:
+    """``redis.json``: where each stream is read from (fixed when the query first started). It decides which entries
+    the query reads, so a damaged one stops the query with this message rather than being guessed again (a new
+    guess under ``startingPosition=latest`` would skip or repeat entries)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            saved = json.load(f)
+        if not (isinstance(saved.get("start"), dict) and isinstance(saved.get("before"), dict)):
+            raise ValueError("no start and before maps")
+        return saved
+    except FileNotFoundError:
+        return {"start": {}, "before": {}}
+    except (OSError, ValueError, AttributeError) as e:
+        msg = (
+            f"{path} (where each Redis stream is read from, fixed when the query first started) is damaged: {e}. "
+            "Restore it from a backup, or start the query from a new checkpoint and statePath"
+        )
+        raise ConnectorError(msg) from None
 
 
 # -- reading (executors) -------------------------------------------------------------------------------------

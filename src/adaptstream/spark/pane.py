@@ -30,11 +30,13 @@ Measurement: per-task input records and durations of every reduce stage come fro
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import shutil
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -252,6 +254,27 @@ def bucket_route(spark: SparkSession, buckets: int) -> tuple[int, ...]:
     return _ROUTES[buckets]
 
 
+def elastic_snapshot(path: str, batch_id: int) -> dict | None:
+    """The elasticity state to resume batch ``batch_id`` from (``elasticity.json``), or None: none saved, or saved
+    for another batch. The file holds no data positions, so a damaged one never stops the query: it is moved to
+    ``elasticity.json.bad`` with one warning and the policy starts fresh (the contract of the source's
+    policies.json)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            saved = json.load(f)
+        after = saved["after"]
+        if after == batch_id - 1:
+            return dict(saved["state"])
+        return dict(saved["prev"]) if after == batch_id else None
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        with contextlib.suppress(OSError):
+            os.replace(path, path + ".bad")
+        warnings.warn(f"{path} is damaged ({e}); moved to {path}.bad, elasticity starts fresh", stacklevel=2)
+        return None
+
+
 def _write_json_atomic(path: str, doc: dict) -> None:
     tmp = f"{path}.tmp"
     with open(tmp, "w") as f:
@@ -423,16 +446,17 @@ class PaneExecutor:
 
     def _restore_elastic(self, batch_id: int) -> None:
         """The policy as it was before this batch (a replayed batch must not be counted twice)."""
-        if self.elastic is None or not os.path.exists(self._elastic_path()):
+        if self.elastic is None:
             return
-        with open(self._elastic_path()) as f:
-            saved = json.load(f)
-        state = (
-            saved["state"] if saved["after"] == batch_id - 1 else saved["prev"] if saved["after"] == batch_id else None
-        )
-        if state is not None:
+        state = elastic_snapshot(self._elastic_path(), batch_id)
+        if state is None:
+            return
+        try:
             self.elastic.load_state_dict(state)
-            self.buckets = self.elastic.plan.reduce_buckets
+        except (ConfigError, KeyError, TypeError, ValueError) as e:  # a damaged snapshot: start fresh, say so
+            warnings.warn(f"{self._elastic_path()}: the elasticity snapshot does not load ({e}); fresh", stacklevel=2)
+            return
+        self.buckets = self.elastic.plan.reduce_buckets
 
     def _scale(self, stats: dict, batch_id: int) -> dict:
         from adaptstream.elasticity import BatchStats

@@ -291,3 +291,16 @@ def test_a_query_that_fails_is_noted_and_the_others_go_on(spark, tmp_path):
         queries = tuner.status()["queries"]
     assert queries["bad"]["state"].startswith("failed:") and "numBlocks" in queries["bad"]["state"]
     assert queries["good"]["state"] == "stopped" and queries["good"]["batches"] > 0
+
+
+def test_a_taken_controller_port_falls_back_to_a_free_one(spark, caplog):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        with adaptstream.tune(spark, scheduler="rr", port=port) as tuner:
+            assert tuner.controller.port not in (0, port)
+            assert tuner.status()["controller"] == f"127.0.0.1:{tuner.controller.port}"
+    assert any(f"port {port} is not free" in r.getMessage() for r in caplog.records)

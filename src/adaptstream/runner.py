@@ -217,7 +217,7 @@ def check_spec(spec: RunSpec, run_dir: str) -> None:
 
         ELASTICITY.get(spec.elastic)
         if spec.reduce is None:
-            msg = "--elastic shapes the pane execution mode: pass --reduce hash|prompt as well"
+            msg = "--elastic shapes the pane execution mode: pass --reduce hash|prompt|split as well"
             raise ConfigError(msg)
         elastic_policy(spec)  # unknown or malformed parameters fail here
     for name, value in (("duration", spec.duration), ("trigger", spec.trigger)):

@@ -280,8 +280,12 @@ def run(
         _run_sql(spec_sql, run_dir, master)
         return
     workloads = workload or ["LR1S"]
-    if len(workloads) > 1 and (reduce is not None or elastic is not None):
-        msg = "--reduce and --elastic run one workload (pane mode); give a single --workload"
+    if len(workloads) > 1 and elastic is not None:
+        msg = (
+            "--elastic scales one pane-mode workload's executors; several workloads share the application's "
+            "executors: give a single --workload, or tune the application with adaptstream.tune(elastic=...) "
+            "(one policy for every query, docs/tuning.md)"
+        )
         raise ConfigError(msg)
     if len(workloads) > 1:
         from adaptstream.multiquery_cli import run_several
@@ -306,6 +310,8 @@ def run(
             num_blocks=num_blocks,
             admission_params=admission_params,
             partitioner_params=partitioner_params,
+            reduce=reduce,
+            reduce_buckets=reduce_buckets,
         )
         return
     name = workloads[0]

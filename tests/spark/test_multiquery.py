@@ -171,3 +171,25 @@ def test_controller_restart_mid_run_reregisters_the_query(spark, tmp_path):
         first.stop()
         if state["second"] is not None:
             state["second"].stop()
+
+
+def test_two_pane_mode_queries_under_klink_with_the_splitting_allocator_equal_batch_sql(spark, tmp_path):
+    """--reduce with several workloads (it was refused): each query's pane-mode results equal its oracle."""
+    from adaptstream.spark.pane import read_results
+
+    specs = tuple(
+        RunSpec(
+            workload=w, admission="asap", rate=150, duration=12, seed=s, drain=True, finish_timeout=240,
+            reduce="split", reduce_buckets=3,
+        )
+        for w, s in (("LR2S", 1), ("LR2S", 2))
+    )  # fmt: skip
+    res = run_multi(spark, MultiSpec(specs, scheduler="klink", seed=3), str(tmp_path))
+    assert res.names == ["LR2S", "LR2S-2"]
+    for name in res.names:
+        d = tmp_path / name
+        w = WORKLOADS.get(res.results[name].spec.workload)
+        got = read_results(spark, str(d / "results"))
+        want = [tuple(r) for r in w.batch_query(read_static(spark, w, str(d / "input"))).collect()]
+        assert want and compare_multisets(got, want) == [], name
+    assert res.controller is not None and res.controller["grants"] >= 2

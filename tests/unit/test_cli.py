@@ -110,6 +110,10 @@ USAGE_ERRORS = [
         "has no parameter(s) ['hodl']; valid:",
     ),
     (("bench", "klink", "--policies", "klink:hold=-1"), "hold must be >= 0"),
+    (
+        ("run", "--workload", "LR2S", "--workload", "LR2S", "--reduce", "split", "--elastic", "prompt"),
+        "adaptstream.tune(elastic=...)",
+    ),
     (("run", "--admission-params", "histroy=8"), "has no parameter(s) ['histroy']; valid: ['estimator', 'history',"),
     (("run", "--admission-params", "history=1"), "lmstream needs history >= 2"),
     (("run", "--partitioner", "pk2", "--partitioner-params", "choices=x"), "choices='x' is not a valid int"),
@@ -417,6 +421,9 @@ def test_benchmark_reports_default_to_a_run_directory():
         report_dir("bench-x", "elsewhere", True)
 
 
-def test_pane_mode_refuses_several_workloads(capsys):
-    code, out = invoke(capsys, "run", "--workload", "LR2S", "--workload", "CM1S", "--reduce", "prompt")
+def test_pane_mode_elasticity_refuses_several_workloads(capsys):
+    """--reduce composes with several workloads (tests/spark/test_multiquery.py); --elastic per query does not:
+    the queries share the application's executors, which adaptstream.tune scales for all of them."""
+    args = ("run", "--workload", "LR2S", "--workload", "CM1S", "--reduce", "prompt", "--elastic", "prompt")
+    code, out = invoke(capsys, *args)
     assert code == 2 and "single --workload" in out and "Traceback" not in out

@@ -3,8 +3,9 @@ map task goes to (Prompt Sec. 5).
 
 A map task's output is grouped into key clusters (all tuples of one key). An allocator sees only its own map task's
 clusters and the block's reference table (which keys are split over other blocks), never other map tasks: the
-decision runs inside each map task with no information shared between them. Every allocator must send a split key
-to the same bucket from every map task (the reduce side must see all of a key), which hashing guarantees.
+decision runs inside each map task with no information shared between them. A key-atomic allocator sends a split key
+to the same bucket from every map task (the reduce side sees all of a key), which hashing guarantees; one with
+``splits_keys`` (``split``) spreads hot keys on purpose, which the pane mode's partial aggregates allow.
 Allocators are stateless across batches; snapshot/restore follow :mod:`adaptstream.policy` all the same.
 """
 
@@ -49,6 +50,8 @@ class ReduceAllocator(Policy, ABC):
     """Assigns one map task's key clusters to reduce buckets."""
 
     name: str = "base"
+    #: True when rows of one key may go to several buckets (only for aggregates whose partials merge)
+    splits_keys: bool = False
 
     @abstractmethod
     def allocate(

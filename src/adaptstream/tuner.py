@@ -356,7 +356,8 @@ def tune(
             return running
         msg = "this SparkSession is tuned already (with other settings); close() that tuner before tuning it again"
         raise ConfigError(msg)
-    if config.scheduler.strip().lower() == "fair" and spark.conf.get("spark.scheduler.mode", "FIFO") != "FAIR":
+    mode = spark.sparkContext.getConf().get("spark.scheduler.mode", "FIFO")
+    if config.scheduler.strip().lower() == "fair" and str(mode).upper() != "FAIR":
         msg = (
             "scheduler 'fair' needs spark.scheduler.mode=FAIR when the SparkContext starts (adaptstream submit sets it)"
         )

@@ -64,7 +64,8 @@ def test_each_connector_owns_its_options(tmp_path):
         SourceOptions.parse({"path": "redis://h:1/s", "statePath": str(tmp_path), "maxDatasetEntries": "0"})
 
 
-def test_a_parquet_file_is_admitted_whole_only_once_complete(tmp_path):
+def _parquet_dir(tmp_path) -> tuple[FilesConnector, ManualClock, list[tuple[str, str]]]:
+    """A watched Parquet directory on a manual clock; file events (changed, truncated) land in the list."""
     (tmp_path / "in").mkdir()
     clock = ManualClock(1_000_000.0)
     changed: list[tuple[str, str]] = []
@@ -76,6 +77,11 @@ def test_a_parquet_file_is_admitted_whole_only_once_complete(tmp_path):
         whole_files=True,
         on_changed=lambda p, why: changed.append((p, why)),
     )
+    return conn, clock, changed
+
+
+def test_a_parquet_file_is_admitted_whole_only_once_complete(tmp_path):
+    conn, clock, changed = _parquet_dir(tmp_path)
     data = _parquet_bytes(_table(100), tmp_path / "whole.parquet")
     path = tmp_path / "in" / "a.parquet"
     path.write_bytes(data[: len(data) // 2])  # a writer half way through
@@ -99,17 +105,7 @@ def test_a_parquet_file_is_admitted_whole_only_once_complete(tmp_path):
 
 
 def test_a_truncated_parquet_file_left_alone_is_quarantined_once(tmp_path):
-    (tmp_path / "in").mkdir()
-    clock = ManualClock(1_000_000.0)
-    changed: list[tuple[str, str]] = []
-    conn = FilesConnector(
-        Manifest(str(tmp_path / "state" / "manifest.jsonl")),
-        str(tmp_path / "in"),
-        clock=clock,
-        stable_seconds=0.5,
-        whole_files=True,
-        on_changed=lambda p, why: changed.append((p, why)),
-    )
+    conn, clock, changed = _parquet_dir(tmp_path)
     data = _parquet_bytes(_table(10), tmp_path / "whole.parquet")
     path = tmp_path / "in" / "cut.parquet"
     path.write_bytes(data[:-7])

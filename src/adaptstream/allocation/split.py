@@ -93,9 +93,7 @@ class SplitAllocator(ReduceAllocator):
         self, row_keys: np.ndarray, split_keys: np.ndarray, num_buckets: int, task: int = 0, num_tasks: int = 1
     ) -> np.ndarray:
         row_keys = np.ascontiguousarray(row_keys, np.int64)
-        if int(num_buckets) < 1:
-            msg = f"num_buckets must be >= 1, got {num_buckets}"
-            raise ConfigError(msg)
+        check_clusters(row_keys[:0], row_keys[:0], np.zeros(0, np.bool_), num_buckets)  # the bucket count
         if len(row_keys) == 0:
             return np.zeros(0, np.int64)
         _, inverse, counts = np.unique(row_keys, return_inverse=True, return_counts=True)

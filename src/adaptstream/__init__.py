@@ -24,4 +24,22 @@ def register(spark: Any) -> None:
         _register(spark)
 
 
-__all__ = ["AdaptstreamError", "ConfigError", "Tuner", "UnknownNameError", "__version__", "register", "tune"]
+def process_all_available(query: Any, timeout: float | None = None) -> None:
+    """``query.processAllAvailable()`` that also waits for data adaptstream's policies hold back (Spark's own call
+    returns at the first trigger a source reports nothing new); ``DrainTimeout`` after ``timeout`` seconds. Once
+    ``register`` or ``tune`` ran, ``processAllAvailable`` itself does this."""
+    from adaptstream.spark.drain import process_all_available as _drain
+
+    _drain(query, timeout)
+
+
+__all__ = [
+    "AdaptstreamError",
+    "ConfigError",
+    "Tuner",
+    "UnknownNameError",
+    "__version__",
+    "process_all_available",
+    "register",
+    "tune",
+]

@@ -91,35 +91,16 @@ def _start(df: Any, name: str, out: str, ck: str) -> tuple[Any, str]:
         return w.option("checkpointLocation", ck).start(), "complete"
 
 
-def _committed(q: Any) -> int:
-    """The manifest position the query's adaptstream source committed last (0 before its first batch)."""
-    p = q.lastProgress
-    if not p or not p.get("sources"):
-        return 0
-    try:
-        return int(json.loads(p["sources"][0]["endOffset"])["seq"])
-    except (TypeError, ValueError, KeyError):
-        return 0
-
-
-def _drain(name: str, q: Any, manifest: str, timeout: float = DRAIN_TIMEOUT) -> None:
-    """Until every dataset the source recorded is committed: an admission policy that holds buffered data (fixed,
-    lmstream) lets ``processAllAvailable`` return first, so the run waits for its next batch."""
-    import time
-
+def _drain(name: str, q: Any, timeout: float = DRAIN_TIMEOUT) -> None:
+    """Until every dataset the source recorded is committed (spark/drain.py: an admission policy that holds buffered
+    data lets Spark's own ``processAllAvailable`` return first)."""
     from pyspark.errors import StreamingQueryException
 
-    from adaptstream.connectors.base import read_jsonl
     from adaptstream.runner import query_error
+    from adaptstream.spark.drain import process_all_available
 
-    deadline = time.monotonic() + timeout
     try:
-        while True:
-            q.processAllAvailable()
-            recorded = sum(1 for _ in read_jsonl(manifest))
-            if _committed(q) >= recorded or time.monotonic() > deadline:
-                return
-            q.awaitTermination(0.2)  # returns at once if the query failed (raises then)
+        process_all_available(q, timeout=timeout)
     except StreamingQueryException as e:
         err = query_error(str(e))
         raise type(err)(f"query {name}: {err}") from None
@@ -146,7 +127,7 @@ def run_sql(spark: Any, spec: SqlSpec, run_dir: str) -> dict[str, Any]:
                 q, mode = _start(df, name, out, os.path.join(run_dir, name, "checkpoint"))
                 queries.append((name, sql, q, mode))
             for name, _, q, _ in queries:
-                _drain(name, q, os.path.join(run_dir, name, "metrics", "source", "manifest.jsonl"))
+                _drain(name, q)
         finally:
             for *_, q, _ in queries:
                 q.stop()

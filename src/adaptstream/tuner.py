@@ -96,6 +96,7 @@ class QueryRecord:
             "decisions": decisions.get("grants", 0) + decisions.get("holds", 0),
             "grants": decisions.get("grants", 0),
             "holds": decisions.get("holds", 0),
+            "unscheduled": decisions.get("unscheduled", 0),
             "batch_seconds_mean": float(d.mean()) if d.size else None,
             "batch_seconds_p99": float(np.percentile(d, 99)) if d.size else None,
             "within_target": self.within_target / self.batches if self.batches else None,
@@ -299,7 +300,7 @@ class Tuner:
 
 
 def _merge(per_query: dict[str, dict[str, int]], names: set[str]) -> dict[str, int]:
-    out = {"grants": 0, "holds": 0}
+    out = {"grants": 0, "holds": 0, "unscheduled": 0}
     for n in names:
         for k in out:
             out[k] += per_query.get(n, {}).get(k, 0)

@@ -76,6 +76,10 @@ def test_controller_restart_the_source_registers_again(caplog):
         assert c.poll(True, 5) is True
         assert "q" in ctl2.policy.queries and "main" in ctl2.policy.queries["q"].streams
         assert any("is back" in r.getMessage() for r in caplog.records)
+        # the batch it cut while the controller was down is told to the new one, once
+        assert ctl2.stats()["per_query"]["q"] == {"grants": 1, "holds": 0, "unscheduled": 1}
+        assert c.poll(True, 5) is True
+        assert ctl2.stats()["per_query"]["q"]["unscheduled"] == 1
     finally:
         c.close()
         ctl2.stop()

@@ -33,7 +33,7 @@ class ControllerClient:
         address: str,
         query: str,
         streams: dict[str, tuple[float, float]] | None = None,
-        timeout: float = 0.5,
+        timeout: float = 2.0,
         retry: float = 2.0,
         log_path: str | None = None,
         secret: str | None = None,
@@ -54,6 +54,7 @@ class ControllerClient:
         self.done: dict[str, Any] | None = None
         self.wanted = False
         self.unscheduled_polls = 0
+        self._unreported = 0  # unscheduled grants the controller has not been told of yet
         self._quiet_until = 0.0
         self.log_path = log_path  # warnings also go here (the source's process logs where users rarely look)
 
@@ -191,6 +192,7 @@ class ControllerClient:
             "oldest": oldest,
             "progress": list(self.progress),
             "done": self.done,
+            "unscheduled": self._unreported,
         }
         self._last_call = time.monotonic()
         reply = self._call(msg)
@@ -201,12 +203,14 @@ class ControllerClient:
             if reply is not None:
                 log.warning("adaptstream controller refused a request: %s", reply.get("error"))
             self.unscheduled_polls += int(want)
+            self._unreported += int(want)
             self.progress.clear()
             self.done = None
             self.wanted = False
             return want
         self.progress.clear()
         self.done = None
+        self._unreported = 0
         self.wanted = want
         granted = bool(reply.get("grant", want))
         if want and not granted:

@@ -261,6 +261,10 @@ class Controller:
             counts["holds"] -= 1
         return grant
 
+    def _unscheduled(self, query: str, n: int) -> None:
+        counts = self.per_query.setdefault(query, {"grants": 0, "holds": 0})
+        counts["unscheduled"] = counts.get("unscheduled", 0) + max(n, 0)
+
     def _count(self, query: str, grant: bool) -> dict[str, int]:
         counts = self.per_query.setdefault(query, {"grants": 0, "holds": 0})
         counts["grants" if grant else "holds"] += 1
@@ -296,6 +300,8 @@ class Controller:
             if (full := self._full(q)) is not None:
                 return full
             self.last_seen[q] = now
+            if msg.get("unscheduled"):  # batches it cut without an answer from here (a timeout, a restart)
+                self._unscheduled(q, int(msg["unscheduled"]))
             for ev in msg.get("progress") or ():
                 p.progress(
                     q,

@@ -59,6 +59,8 @@ def _poll(msg: dict[str, Any]) -> str | None:
         return "want must be true or false"
     if not _is_int(msg.get("rows", 0)):
         return "rows must be an integer >= 0"
+    if not _is_int(msg.get("unscheduled", 0)):
+        return "unscheduled must be an integer >= 0"
     if msg.get("oldest") is not None and not _is_num(msg["oldest"]):
         return "oldest must be a finite number or null"
     progress = msg.get("progress") or []

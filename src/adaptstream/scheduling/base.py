@@ -336,11 +336,12 @@ class SchedulerPolicy(Policy):
 
     # -- snapshot ------------------------------------------------------------------------------------------
     def _state(self) -> dict[str, Any]:
+        """What the policy learned; not the heap sample (``mem_used``): the controller's sampler thread sets that
+        at any time, and a restored one would describe a JVM that is gone."""
         return {
             "queries": {k: q.state() for k, q in self.queries.items()},
             "order": list(self._order),
             "order_at": self._order_at,
-            "mem_used": self.mem_used,
             "decisions": self.decisions,
             "memory_decisions": self.memory_decisions,
             "bursts": self.bursts,
@@ -376,7 +377,7 @@ class SchedulerPolicy(Policy):
             q.recent = [(int(r), float(t)) for r, t in s.get("recent", ())]
             self.queries[name] = q
         self._order, self._order_at = list(state["order"]), state["order_at"]
-        self.mem_used, self.decisions = float(state["mem_used"]), int(state["decisions"])
+        self.decisions = int(state["decisions"])  # mem_used is not state: the sampler measures it afresh
         self.memory_decisions = int(state.get("memory_decisions", 0))
         self.bursts = int(state.get("bursts", 0))
         self._load_extra(state)

@@ -118,7 +118,12 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         streams = {"main": (self.opts.window_period, self.opts.watermark_delay)} if self.opts.window_period else {}
         log_path = os.path.join(self.opts.metrics_path or self.state_dir, "controller.log")
         return ControllerClient(
-            self.opts.controller, name, streams, log_path=log_path, secret=self.opts.controller_secret
+            self.opts.controller,
+            name,
+            streams,
+            timeout=self.opts.controller_timeout,
+            log_path=log_path,
+            secret=self.opts.controller_secret,
         )
 
     def _event_progress(self, ref: DatasetRef) -> None:
@@ -179,7 +184,8 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self.quarantine.add([{"seq": None, "path": path, "row": None, "offset": None, "raw": None, "reason": reason}])
 
     def _offset(self, seq: int) -> dict:
-        extra = self.connector.offset_fields(seq)
+        """The offset Spark checkpoints; ``state`` tells drain.py where the manifest is."""
+        extra = {**self.connector.offset_fields(seq), "state": os.path.abspath(self.state_dir)}
         if self.sched is not None:  # the name it is scheduled under: how the tuner links it to the Spark query
             extra = {**extra, "ctl": self.sched.query}
         return {"seq": seq, **extra, "query": self._query_id} if self._query_id else {"seq": seq, **extra}
@@ -406,6 +412,9 @@ class RefusedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 def register(spark, defaults: dict[str, str] | None = None) -> None:
     """Make ``format("adaptstream")`` available in this SparkSession; ``defaults`` are options every source of the
     session takes unless its own options say otherwise."""
+    from adaptstream.spark.drain import install
+
+    install()  # processAllAvailable waits for data the sources hold back
     if not defaults:
         spark.dataSource.register(AdaptstreamDataSource)
         return

@@ -110,6 +110,9 @@ class SourceOptions:
     controller: str | None = option("controller", None, help="host:port of the application's controller")
     controller_query: str | None = option("controllerQuery", None, help="the name the query registers under")
     controller_secret: str | None = option("controllerSecret", None, secret=True, help="the controller's secret")
+    controller_timeout: float = option(
+        "controllerTimeout", 2.0, "duration", low=0.05, help="wait for a controller reply before running unscheduled"
+    )
     window_period: float = option("windowPeriod", 0.0, "duration", low=0.0, help="window slide for Klink's SWM")
     watermark_delay: float = option("watermarkDelay", 0.0, "duration", low=0.0, help="the query's watermark delay")
     conn: ConnectorOptions = field(default_factory=ConnectorOptions)  # the connector's own options

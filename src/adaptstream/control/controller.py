@@ -261,15 +261,19 @@ class Controller:
             counts["holds"] -= 1
         return grant
 
-    def _unscheduled(self, query: str, n: int) -> None:
+    def _counts(self, query: str) -> dict[str, int]:
         counts = self.per_query.setdefault(query, {"grants": 0, "holds": 0})
+        while len(self.per_query) > MAX_REMEMBERED:  # bounded, as the registrations
+            self.per_query.pop(next(iter(self.per_query)))
+        return counts
+
+    def _unscheduled(self, query: str, n: int) -> None:
+        counts = self._counts(query)
         counts["unscheduled"] = counts.get("unscheduled", 0) + max(n, 0)
 
     def _count(self, query: str, grant: bool) -> dict[str, int]:
-        counts = self.per_query.setdefault(query, {"grants": 0, "holds": 0})
+        counts = self._counts(query)
         counts["grants" if grant else "holds"] += 1
-        while len(self.per_query) > MAX_REMEMBERED:  # bounded, as the registrations
-            self.per_query.pop(next(iter(self.per_query)))
         return counts
 
     def report_output(self, query: str, rows: int) -> None:

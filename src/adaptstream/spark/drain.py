@@ -38,6 +38,8 @@ def _doc(offset: Any) -> dict[str, Any]:
 
 
 def _count_lines(path: str) -> int:
+    """Records in the manifest, read only (``read_jsonl`` cuts a torn last record off the file, which here could be
+    one the source's process is still writing)."""
     try:
         with open(path, "rb") as f:
             return sum(1 for line in f if line.strip())

@@ -33,6 +33,23 @@ def process_all_available(query: Any, timeout: float | None = None) -> None:
     _drain(query, timeout)
 
 
+def windowed_aggregate(df: Any, keys: Any, time: str, window: Any, aggs: Any, sink: Any, **options: Any) -> Any:
+    """A windowed aggregation of a streaming DataFrame whose reduce stage adaptstream allocates (Prompt's pane
+    mode); returns the started ``StreamingQuery``. Options: ``slide``, ``reduce`` (hash, prompt, split),
+    ``reduce_buckets``, ``device``, ``watermark``, ``checkpoint``, ``trigger``, ``name``; see docs/windowed.md."""
+    from adaptstream.spark.windowed import windowed_aggregate as _windowed
+
+    return _windowed(df, keys, time, window, aggs, sink, **options)
+
+
+def windowed_stats(checkpoint: str) -> dict[str, int]:
+    """Rows aggregated, late and without an event time, and windows emitted, by the windowed aggregation whose
+    checkpoint this is."""
+    from adaptstream.spark.windowed import windowed_stats as _stats
+
+    return _stats(checkpoint)
+
+
 __all__ = [
     "AdaptstreamError",
     "ConfigError",
@@ -42,4 +59,6 @@ __all__ = [
     "process_all_available",
     "register",
     "tune",
+    "windowed_aggregate",
+    "windowed_stats",
 ]

@@ -129,6 +129,8 @@ def test_python_snippets_run(workdir, spark, request):
     (workdir / "data" / "in").mkdir(parents=True)
     write_dataset(gen.generate(0, 50), workdir / "lr" / "00000000.csv", "csv")
     write_dataset(pa.table({"k": ["a", "b"], "v": [1, 2]}), workdir / "data" / "in" / "00000000.csv", "csv")
+    (workdir / "data" / "events").mkdir()
+    (workdir / "data" / "events" / "00000000.csv").write_text("a,2024-01-01 00:00:05,1.5\nb,2024-01-01 00:00:41,2\n")
     words = pa.table({"word": ["a", "b", "a", "c"] * 25})
     for name, body in _blocks("python"):
         body = re.sub(r'"((?:data|runs)/[^"]*)"', lambda m: repr(str(workdir / m.group(1))), body)
@@ -147,6 +149,8 @@ def test_python_snippets_run(workdir, spark, request):
         for tuner in [v for v in ns.values() if type(v).__name__ == "Tuner"]:
             tuner.close()  # the shared session is not left tuned for the tests after this one
     assert (workdir / "runs" / "r1" / "datasets.jsonl").exists()  # the README snippet's metricsPath
+    windows = spark.read.parquet(str(workdir / "runs" / "windows")).collect()  # docs/windowed.md's snippet
+    assert sorted((r["k"], r["v_count"]) for r in windows) == [("a", 1)] * 3 + [("b", 1)] * 3
 
 
 def _inline_commands() -> list[str]:

@@ -257,6 +257,8 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self._admissions[end] = (now, est)
         if self.planner is not None:
             self.planner.release(self._num_blocks())
+        if self._target is not None and end >= self._target:  # availableNow's last batch (spark/windowed.py)
+            return {**self._offset(end), "availableNowEnd": True}
         return self._offset(end)
 
     def _poll_connector(self) -> None:

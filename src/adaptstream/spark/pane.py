@@ -69,8 +69,9 @@ class PaneSpec:
     groups: tuple[str, ...]
     out_groups: tuple[str, ...]
     values: tuple[str, ...]  # each gets a partial sum s_<v> and count n_<v>
-    finals: tuple[tuple[str, str], ...]  # (output column, SQL over the combined s_<v>, n_<v>)
+    finals: tuple[tuple[str, str], ...]  # (output column, SQL over the combined s_<v>, n_<v>, lo_<v>, hi_<v>)
     having: str | None = None
+    extrema: tuple[str, ...] = ()  # values that also get a partial minimum lo_<v> and maximum hi_<v>
 
 
 def pane_spec(workload: Workload) -> PaneSpec:
@@ -157,10 +158,12 @@ def _task_id() -> int:
 
 
 def summarize_blocks(batches, schema: pa.Schema, spec: PaneSpec, wm_prev: int | None):
-    """One row per block: its index, largest event time (all rows), data rows, late rows, distinct cluster keys."""
+    """One row per block: its index, largest event time (all rows), data rows, late rows, data rows without an
+    event time, distinct cluster keys."""
     tbl = _table(batches, schema)
     t = tbl.column("_t")
     max_t = pc.max(t).as_py() if tbl.num_rows else None
+    untimed = int(pc.sum(pc.and_(pc.fill_null(tbl.column("_data"), False), pc.is_null(t))).as_py() or 0)
     rows, late = _data_rows(tbl, spec, wm_prev)
     keys = np.unique(_cluster_keys(rows, spec))
     yield pa.RecordBatch.from_pydict(
@@ -169,6 +172,7 @@ def summarize_blocks(batches, schema: pa.Schema, spec: PaneSpec, wm_prev: int | 
             "max_t": [max_t],
             "rows": [rows.num_rows],
             "late": [late],
+            "untimed": [untimed],
             "keys": [keys.tobytes()],
             "max_pane": [int(pc.max(rows.column("_pane")).as_py()) if rows.num_rows else None],
         },
@@ -182,11 +186,12 @@ SUMMARY_ARROW = pa.schema(
         ("max_t", pa.int64()),
         ("rows", pa.int64()),
         ("late", pa.int64()),
+        ("untimed", pa.int64()),
         ("keys", pa.binary()),
         ("max_pane", pa.int64()),
     ]
 )
-SUMMARY_DDL = "block INT, max_t BIGINT, rows BIGINT, late BIGINT, keys BINARY, max_pane BIGINT"
+SUMMARY_DDL = "block INT, max_t BIGINT, rows BIGINT, late BIGINT, untimed BIGINT, keys BINARY, max_pane BIGINT"
 
 
 def map_side(
@@ -224,11 +229,25 @@ def reduce_side(batches, schema: pa.Schema, out_schema: pa.Schema, spec: PaneSpe
     tbl = _table(batches, schema)
     if tbl.num_rows == 0:
         return
-    aggs = [(v, f) for v in spec.values for f in ("sum", "count")]
+    aggs = [(v, f) for v in spec.values for f in ("sum", "count")] + [
+        (v, f) for v in spec.extrema for f in ("min", "max")
+    ]
     res = tbl.group_by(["_pane", *spec.groups], use_threads=False).aggregate(aggs)
-    names = {f"{v}_{f}": f"{'s' if f == 'sum' else 'n'}_{v}" for v, f in aggs}
+    names = {f"{v}_{f}": f"{PARTIAL_PREFIX[f]}_{v}" for v, f in aggs}
     res = res.rename_columns([names.get(c, c) for c in res.column_names]).select(out_schema.names)
     yield from res.cast(out_schema).to_batches()
+
+
+#: partial aggregate per (pane, key) -> its column prefix, and how the emit job combines partials of one window
+PARTIAL_PREFIX = {"sum": "s", "count": "n", "min": "lo", "max": "hi"}
+COMBINE = {"s": "SUM", "n": "SUM", "lo": "MIN", "hi": "MAX"}
+
+
+def partial_columns(spec: PaneSpec) -> list[str]:
+    """The partial-aggregate columns a reduce task writes, in order."""
+    return [f"{p}_{v}" for v in spec.values for p in ("s", "n")] + [
+        f"{p}_{v}" for v in spec.extrema for p in ("lo", "hi")
+    ]
 
 
 # ------------------------------------------------------------------------------------------ driver side
@@ -284,6 +303,19 @@ def _write_json_atomic(path: str, doc: dict) -> None:
     os.replace(tmp, path)
 
 
+@dataclass(frozen=True)
+class PaneHooks:
+    """How a user's windowed aggregation (spark/windowed.py) differs from a built-in workload's.
+
+    ``sink(df, batch_id)`` receives each batch's closed windows instead of the Parquet results directory;
+    ``final(batch_id)`` says the batch ends a finite input (every window is then emitted, whatever the watermark);
+    ``buckets()`` gives the reduce buckets of the next batch (the application tuner's elasticity plan)."""
+
+    sink: Callable[[DataFrame, int], None] | None = None
+    final: Callable[[int], bool] | None = None
+    buckets: Callable[[], int] | None = None
+
+
 class PaneExecutor:
     """The ``foreachBatch`` function of a pane-mode query (see the module docstring)."""
 
@@ -301,6 +333,7 @@ class PaneExecutor:
         executors: ExecutorControl | None = None,
         batch_interval: float = 1.0,
         blocks_file: str | None = None,
+        hooks: PaneHooks | None = None,
     ) -> None:
         from adaptstream.allocation import ALLOCATORS
 
@@ -326,6 +359,7 @@ class PaneExecutor:
         self.batch_interval = float(batch_interval)
         # the source's blocksFile: Alg. 4's map tasks reach the next batch's input partitions through it
         self.blocks_file = os.path.abspath(blocks_file) if blocks_file else None
+        self.hooks = hooks or PaneHooks()
         os.makedirs(self.panes_dir, exist_ok=True)
         os.makedirs(self.meta_dir, exist_ok=True)
         if elastic is not None:
@@ -347,8 +381,18 @@ class PaneExecutor:
         except FileNotFoundError:
             return None
 
-    def _watermark(self, max_t: int | None) -> int | None:
-        return None if max_t is None else max_t - self.spec.delay
+    def _watermark(self, max_t: int | None, floor: int | None = None) -> int | None:
+        """Largest event time so far minus the delay, never below the watermark an earlier batch ended with (a
+        finite input's last batch moves it past every window)."""
+        wm = None if max_t is None else max_t - self.spec.delay
+        return max((x for x in (wm, floor) if x is not None), default=None)
+
+    def _end_watermark(self, batch_id: int, max_t: int | None, wm_prev: int | None) -> int | None:
+        wm = self._watermark(max_t, wm_prev)
+        if max_t is not None and self.hooks.final is not None and self.hooks.final(batch_id):
+            last_end = max_t // self.spec.slide * self.spec.slide + self.spec.window  # the last window's end
+            return max(last_end, wm if wm is not None else last_end)
+        return wm
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         self.process(df, int(batch_id))
@@ -362,9 +406,11 @@ class PaneExecutor:
         spark.conf.set("spark.sql.adaptive.enabled", "false")  # AQE would coalesce the reduce buckets
         t_start, wall_start = time.perf_counter(), time.time()
         self._restore_elastic(batch_id)
+        if self.hooks.buckets is not None:
+            self.buckets = max(1, int(self.hooks.buckets()))
         prev = self._meta(batch_id - 1) if batch_id > 0 else None
         max_t_before = prev["max_t_through"] if prev else None
-        wm_prev = self._watermark(max_t_before)
+        wm_prev = self._watermark(max_t_before, prev.get("wm") if prev else None)
         proj = df.selectExpr(
             f"{spec.time_sql} AS _t",
             f"CASE WHEN ({spec.data_sql}) THEN true ELSE false END AS _data",
@@ -390,6 +436,7 @@ class PaneExecutor:
             split = all_keys[counts > 1]
             rows = sum(int(r["rows"]) for r in summary)
             late = sum(int(r["late"]) for r in summary)
+            untimed = sum(int(r["untimed"]) for r in summary)
             batch_max = max((r["max_t"] for r in summary if r["max_t"] is not None), default=None)
             max_t = max((x for x in (max_t_before, batch_max) if x is not None), default=None)
             panes = [r["max_pane"] for r in summary if r["max_pane"] is not None]
@@ -397,6 +444,7 @@ class PaneExecutor:
                 "batch": batch_id,
                 "rows": rows,
                 "late": late,
+                "untimed": untimed,
                 "keys": len(all_keys),
                 "split_keys": len(split),
                 "map_tasks": blocks,
@@ -408,16 +456,21 @@ class PaneExecutor:
             if rows:
                 stats.update(self._shuffle(proj, in_arrow, wm_prev, split, blocks, batch_id))
             t_win = time.perf_counter()
-            stats["windows"] = self._emit(spark, batch_id, wm_prev, self._watermark(max_t))
+            wm_now = self._end_watermark(batch_id, max_t, wm_prev)
+            stats["windows"] = self._emit(spark, batch_id, wm_prev, wm_now)
             stats["emit_s"] = time.perf_counter() - t_win
+            stats["watermark"] = wm_now
             _write_json_atomic(
                 os.path.join(self.meta_dir, f"{batch_id}.json"),
                 {
                     "batch": batch_id,
                     "max_t_through": max_t,
+                    "wm": wm_now,
                     "max_pane": max(panes, default=None),
                     "rows": rows,
                     "late": late,
+                    "untimed": untimed,
+                    "windows": stats["windows"],
                 },
             )
             self._collect_garbage(wm_prev, batch_id)
@@ -504,6 +557,7 @@ class PaneExecutor:
                     for v in spec.values
                     for p in ("s", "n")
                 ],
+                *[(f"{p}_{v}", types[v]) for v in spec.extrema for p in ("lo", "hi")],
             ]
         )
         split_bc = sc.broadcast(split.astype(np.int64).tobytes())
@@ -553,7 +607,7 @@ class PaneExecutor:
             return 0
         panes = spark.read.parquet(*[os.path.join(self.panes_dir, d) for d in live])
         lo = "" if wm_prev is None else f"AND e > {wm_prev}"
-        partials = ", ".join(f"SUM({p}_{v}) AS {p}_{v}" for v in spec.values for p in ("s", "n"))
+        partials = ", ".join(f"{COMBINE[c.split('_', 1)[0]]}({c}) AS {c}" for c in partial_columns(spec))
         groups = ", ".join(spec.groups)
         view = f"adaptstream_panes_{spec.name.lower()}_{batch_id}"
         panes.createOrReplaceTempView(view)
@@ -573,7 +627,9 @@ class PaneExecutor:
         out = (self.workload.finalize_batch(out) if self.workload is not None else out).persist()
         try:
             n = out.count()
-            if n:
+            if n and self.hooks.sink is not None:
+                self.hooks.sink(out, batch_id)
+            elif n:
                 out.write.mode("overwrite").parquet(out_path)
             elif os.path.exists(out_path):
                 shutil.rmtree(out_path)

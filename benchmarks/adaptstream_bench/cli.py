@@ -12,6 +12,7 @@ from adaptstream_bench.mapdevice import mapdevice_command
 from adaptstream_bench.prompt_elastic import prompt_elastic_command
 from adaptstream_bench.prompt_processing import prompt_processing_command
 from adaptstream_bench.redis import redis_command
+from adaptstream_bench.reduce_allocation import reduce_allocation_command
 from adaptstream_bench.source import source_command
 
 app = typer.Typer(no_args_is_help=True, help="Benchmarks that compare our policies with Spark's own behaviour.")
@@ -21,6 +22,7 @@ app.command("source")(source_command)
 app.command("redis")(redis_command)
 app.command("klink")(klink_command)
 app.command("prompt-processing")(prompt_processing_command)
+app.command("reduce-allocation")(reduce_allocation_command)
 app.command("prompt-elastic")(prompt_elastic_command)
 app.command("mapdevice")(mapdevice_command)
 

@@ -48,6 +48,12 @@ def _mean(rows: list[dict], key: str) -> float:
     return float(np.mean(vals)) if vals else float("nan")
 
 
+def _split_share(batches: list[dict]) -> float:
+    """Mean share of clusters split over blocks (known only where the reference pass ran: Alg. 3's batches)."""
+    xs = [x["split_keys"] / max(x["keys"], 1) for x in batches if x.get("split_keys") is not None]
+    return float(np.mean(xs)) if xs else float("nan")
+
+
 def cells(r: dict) -> dict[tuple[float, str, str], dict]:
     """(z, input, allocator) -> mean figures over its batches."""
     out = {}
@@ -64,7 +70,7 @@ def cells(r: dict) -> dict[tuple[float, str, str], dict]:
                 "reference_s",
                 "job_s",
             )
-        } | {"split_share": float(np.mean([x["split_keys"] / max(x["keys"], 1) for x in b]))}
+        } | {"split_share": _split_share(b)}
     return out
 
 
@@ -229,7 +235,7 @@ def write_report(r: dict, target: Path) -> None:
             "",
             *_projection_table(r),
         ]
-    ref = [b["reference_s"] for x in r["results"] for b in x["batches"]]
+    ref = [b["reference_s"] for x in r["results"] if x["allocator"] == "prompt" for b in x["batches"]]
     lines += [
         "",
         f"Cost outside Alg. 3: the reference-table pass (a Spark job of its own, see docs/prompt.md) took "

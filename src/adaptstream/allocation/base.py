@@ -52,6 +52,9 @@ class ReduceAllocator(Policy, ABC):
     name: str = "base"
     #: True when rows of one key may go to several buckets (only for aggregates whose partials merge)
     splits_keys: bool = False
+    #: True when the allocator reads the blocks' reference table (which clusters other blocks hold): the pane
+    #: mode then runs its reference pass, a second read of the batch; otherwise the map tasks gather the statistics
+    uses_reference: bool = True
 
     @abstractmethod
     def allocate(

@@ -11,6 +11,7 @@ from adaptstream.allocation.base import SPLIT_SEED, ReduceAllocator, check_clust
 
 class HashAllocator(ReduceAllocator):
     name = "hash"
+    uses_reference = False
 
     def __init__(self, seed: int = SPLIT_SEED) -> None:
         self.seed = int(seed)

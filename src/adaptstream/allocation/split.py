@@ -58,6 +58,7 @@ def lpt(sizes: np.ndarray, num_buckets: int, offset: int = 0) -> tuple[np.ndarra
 class SplitAllocator(ReduceAllocator):
     name = "split"
     splits_keys = True
+    uses_reference = False
 
     def __init__(self, hot: float = 1.0) -> None:
         self.hot = float(hot)

@@ -194,6 +194,31 @@ SUMMARY_ARROW = pa.schema(
 SUMMARY_DDL = "block INT, max_t BIGINT, rows BIGINT, late BIGINT, untimed BIGINT, keys BINARY, max_pane BIGINT"
 
 
+class Tally:
+    """A batch's statistics gathered by its map and reduce tasks (a Spark accumulator), for allocators that need
+    no reference table: rows, late, untimed, largest event time, largest pane, partial rows written. A map stage
+    Spark recomputes after a lost shuffle file adds its counts again (the maxima, which decide the windows, are
+    unaffected)."""
+
+    @staticmethod
+    def zero(_value: Any = None) -> tuple:
+        return (0, 0, 0, None, None, 0)
+
+    @staticmethod
+    def addInPlace(a: tuple, b: tuple) -> tuple:
+        def hi(x: Any, y: Any) -> Any:
+            return y if x is None else x if y is None else max(x, y)
+
+        return (a[0] + b[0], a[1] + b[1], a[2] + b[2], hi(a[3], b[3]), hi(a[4], b[4]), a[5] + b[5])
+
+
+def _tally_block(tbl: pa.Table, rows: pa.Table, late: int) -> tuple:
+    untimed = int(pc.sum(pc.and_(pc.fill_null(tbl.column("_data"), False), pc.is_null(tbl.column("_t")))).as_py() or 0)
+    max_t = pc.max(tbl.column("_t")).as_py() if tbl.num_rows else None
+    max_pane = int(pc.max(rows.column("_pane")).as_py()) if rows.num_rows else None
+    return (rows.num_rows, late, untimed, max_t, max_pane, 0)
+
+
 def map_side(
     batches,
     schema: pa.Schema,
@@ -206,12 +231,15 @@ def map_side(
     split_bc: Any,
     route: tuple[int, ...],
     seconds: Any,
+    tally: Any = None,
 ):
     """Map task: cluster keys of this block -> reduce bucket (the allocator sees this block only)."""
     from adaptstream.allocation import build_allocator
 
     tbl = _table(batches, schema)
-    rows, _ = _data_rows(tbl, spec, wm_prev)
+    rows, late = _data_rows(tbl, spec, wm_prev)
+    if tally is not None:
+        tally.add(_tally_block(tbl, rows, late))
     if rows.num_rows == 0:
         return
     keys = _cluster_keys(rows, spec)
@@ -224,7 +252,7 @@ def map_side(
     yield from out.cast(out_schema).to_batches()
 
 
-def reduce_side(batches, schema: pa.Schema, out_schema: pa.Schema, spec: PaneSpec):
+def reduce_side(batches, schema: pa.Schema, out_schema: pa.Schema, spec: PaneSpec, tally: Any = None):
     """Reduce task: partial aggregates per (pane, key) of the clusters routed to this bucket."""
     tbl = _table(batches, schema)
     if tbl.num_rows == 0:
@@ -235,6 +263,8 @@ def reduce_side(batches, schema: pa.Schema, out_schema: pa.Schema, spec: PaneSpe
     res = tbl.group_by(["_pane", *spec.groups], use_threads=False).aggregate(aggs)
     names = {f"{v}_{f}": f"{PARTIAL_PREFIX[f]}_{v}" for v, f in aggs}
     res = res.rename_columns([names.get(c, c) for c in res.column_names]).select(out_schema.names)
+    if tally is not None:
+        tally.add((0, 0, 0, None, None, res.num_rows))
     yield from res.cast(out_schema).to_batches()
 
 
@@ -301,6 +331,24 @@ def _write_json_atomic(path: str, doc: dict) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What a batch held, from the reference pass or from the map and reduce tasks' :class:`Tally`. ``keys``:
+    distinct (pane, key) clusters; from a tally, partial rows written, which counts a split cluster once per bucket
+    it reached. ``split_keys``: clusters several blocks hold (None without a reference pass)."""
+
+    rows: int
+    late: int
+    untimed: int
+    keys: int
+    split_keys: int | None
+    blocks: int
+    max_t: int | None
+    max_pane: int | None
+    reference_s: float
+    split: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -400,6 +448,7 @@ class PaneExecutor:
     def process(self, df: DataFrame, batch_id: int) -> dict:
         from pyspark.sql.pandas.types import to_arrow_schema
 
+        from adaptstream.allocation import build_allocator
         from adaptstream.spark.taskmetrics import reduce_stage_tasks
 
         spark, sc, spec = df.sparkSession, df.sparkSession.sparkContext, self.spec
@@ -411,50 +460,42 @@ class PaneExecutor:
         prev = self._meta(batch_id - 1) if batch_id > 0 else None
         max_t_before = prev["max_t_through"] if prev else None
         wm_prev = self._watermark(max_t_before, prev.get("wm") if prev else None)
+        reference = build_allocator(self.allocator).uses_reference
         proj = df.selectExpr(
             f"{spec.time_sql} AS _t",
             f"CASE WHEN ({spec.data_sql}) THEN true ELSE false END AS _data",
             *spec.groups,
             *spec.values,
-        ).persist()
+        )
+        proj = proj.persist() if reference else proj  # the reference pass reads the batch a second time
         try:
             in_arrow = to_arrow_schema(proj.schema, timezone="UTC")
             group = f"adaptstream-pane-{spec.name}-{batch_id}"
             sc.setJobGroup(group, f"pane batch {batch_id}", False)
-            t0 = time.perf_counter()
-            summary = proj.mapInArrow(
-                functools.partial(summarize_blocks, schema=in_arrow, spec=spec, wm_prev=wm_prev), SUMMARY_DDL
-            ).collect()
-            ref_s = time.perf_counter() - t0
-            blocks = len(summary)
-            key_sets = [np.frombuffer(r["keys"], np.int64) for r in summary]
-            all_keys, counts = (
-                np.unique(np.concatenate(key_sets), return_counts=True)
-                if key_sets
-                else (np.zeros(0, np.int64), np.zeros(0, np.int64))
-            )
-            split = all_keys[counts > 1]
-            rows = sum(int(r["rows"]) for r in summary)
-            late = sum(int(r["late"]) for r in summary)
-            untimed = sum(int(r["untimed"]) for r in summary)
-            batch_max = max((r["max_t"] for r in summary if r["max_t"] is not None), default=None)
-            max_t = max((x for x in (max_t_before, batch_max) if x is not None), default=None)
-            panes = [r["max_pane"] for r in summary if r["max_pane"] is not None]
+            if reference:
+                seen = self._reference(proj, in_arrow, wm_prev)
+                job = self._shuffle(proj, in_arrow, wm_prev, seen.split, seen.blocks, batch_id) if seen.rows else {}
+            else:
+                blocks = proj.rdd.getNumPartitions()
+                job = self._shuffle(proj, in_arrow, wm_prev, np.zeros(0, np.int64), blocks, batch_id, tally=True)
+                seen = job.pop("seen")
+            rows, late, untimed = seen.rows, seen.late, seen.untimed
+            max_t = max((x for x in (max_t_before, seen.max_t) if x is not None), default=None)
+            panes = [] if seen.max_pane is None else [seen.max_pane]
             stats = {
                 "batch": batch_id,
                 "rows": rows,
                 "late": late,
                 "untimed": untimed,
-                "keys": len(all_keys),
-                "split_keys": len(split),
-                "map_tasks": blocks,
+                "keys": seen.keys,
+                "split_keys": seen.split_keys,
+                "map_tasks": seen.blocks,
                 "reduce_buckets": self.buckets,
                 "allocator": self.allocator,
-                "reference_s": ref_s,
+                "reference_s": seen.reference_s,
                 "started": wall_start,  # wall clock (epoch s): timelines against Spark's executor add/remove times
+                **job,
             }
-            if rows:
-                stats.update(self._shuffle(proj, in_arrow, wm_prev, split, blocks, batch_id))
             t_win = time.perf_counter()
             wm_now = self._end_watermark(batch_id, max_t, wm_prev)
             stats["windows"] = self._emit(spark, batch_id, wm_prev, wm_now)
@@ -475,13 +516,14 @@ class PaneExecutor:
             )
             self._collect_garbage(wm_prev, batch_id)
             stats["batch_s"] = time.perf_counter() - t_start
-            if rows:
+            if "job_s" in stats:
                 stats["reduce_tasks"] = reduce_stage_tasks(
                     sc, sc.statusTracker().getJobIdsForGroup(group), self.buckets
                 )
         finally:
             sc.setJobGroup(None, None, False)  # type: ignore[arg-type]
-            proj.unpersist()
+            if reference:
+                proj.unpersist()
         if self.elastic is not None:
             stats["elastic"] = self._scale(stats, batch_id)
         stats["ended"] = time.time()
@@ -492,6 +534,32 @@ class PaneExecutor:
         if self.on_batch is not None:
             self.on_batch(stats)
         return stats
+
+    def _reference(self, proj: DataFrame, in_arrow: pa.Schema, wm_prev: int | None) -> Seen:
+        """The reference pass (Prompt Sec. 5): one summary row per block; which clusters several blocks hold."""
+        t0 = time.perf_counter()
+        summary = proj.mapInArrow(
+            functools.partial(summarize_blocks, schema=in_arrow, spec=self.spec, wm_prev=wm_prev), SUMMARY_DDL
+        ).collect()
+        key_sets = [np.frombuffer(r["keys"], np.int64) for r in summary]
+        all_keys, counts = (
+            np.unique(np.concatenate(key_sets), return_counts=True)
+            if key_sets
+            else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        )
+        split = all_keys[counts > 1]
+        return Seen(
+            rows=sum(int(r["rows"]) for r in summary),
+            late=sum(int(r["late"]) for r in summary),
+            untimed=sum(int(r["untimed"]) for r in summary),
+            keys=len(all_keys),
+            split_keys=len(split),
+            blocks=len(summary),
+            max_t=max((r["max_t"] for r in summary if r["max_t"] is not None), default=None),
+            max_pane=max((r["max_pane"] for r in summary if r["max_pane"] is not None), default=None),
+            reference_s=time.perf_counter() - t0,
+            split=split,
+        )
 
     # -- elasticity (Prompt Alg. 4): the next batch's reduce buckets and executors
     def _elastic_path(self) -> str:
@@ -534,7 +602,14 @@ class PaneExecutor:
         return out
 
     def _shuffle(
-        self, proj: DataFrame, in_arrow: pa.Schema, wm_prev: int | None, split: np.ndarray, blocks: int, batch_id: int
+        self,
+        proj: DataFrame,
+        in_arrow: pa.Schema,
+        wm_prev: int | None,
+        split: np.ndarray,
+        blocks: int,
+        batch_id: int,
+        tally: bool = False,
     ) -> dict:
         from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -562,6 +637,7 @@ class PaneExecutor:
         )
         split_bc = sc.broadcast(split.astype(np.int64).tobytes())
         seconds = sc.accumulator(0.0)
+        acc = sc.accumulator(Tally.zero(), Tally()) if tally else None  # type: ignore[arg-type]
         try:
             mapped = proj.mapInArrow(
                 functools.partial(
@@ -576,16 +652,21 @@ class PaneExecutor:
                     split_bc=split_bc,
                     route=bucket_route(spark, self.buckets),
                     seconds=seconds,
+                    tally=acc,
                 ),
                 from_arrow_schema(map_out),
             )
             reduced = mapped.repartition(self.buckets, "_pk").mapInArrow(
-                functools.partial(reduce_side, schema=map_out, out_schema=red_out, spec=spec),
+                functools.partial(reduce_side, schema=map_out, out_schema=red_out, spec=spec, tally=acc),
                 from_arrow_schema(red_out),
             )
             t0 = time.perf_counter()
             reduced.write.mode("overwrite").parquet(self._pane_path(batch_id))
-            return {"job_s": time.perf_counter() - t0, "allocator_s": float(seconds.value)}
+            out: dict[str, Any] = {"job_s": time.perf_counter() - t0, "allocator_s": float(seconds.value)}
+            if acc is not None:
+                rows, late, untimed, max_t, max_pane, partials = acc.value
+                out["seen"] = Seen(rows, late, untimed, partials, None, blocks, max_t, max_pane, 0.0, split)
+            return out
         finally:
             split_bc.unpersist()
 

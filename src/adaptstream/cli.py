@@ -73,7 +73,26 @@ def choices(registry: Registry[Any], help: str) -> Any:
     return typer.Option(help=help, metavar=single.metavar, callback=check)
 
 
+def _device(value: str) -> str:
+    from adaptstream.spark.windowed import check_device
+
+    try:
+        check_device(value)
+    except AdaptstreamError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    return value
+
+
 WorkloadOpt = Annotated[str, choice(WORKLOADS, "LMStream Table III query")]
+DeviceOpt = Annotated[
+    str,
+    typer.Option(
+        metavar="[cpu|auto|gpu]",
+        callback=_device,
+        help="with --reduce: where the pane operators run; inside Spark tasks only the CPU (auto maps every "
+        "operator there, gpu is refused)",
+    ),
+]
 WorkloadsOpt = Annotated[
     list[str] | None,
     choices(
@@ -222,6 +241,7 @@ def run(
     reduce_buckets: Annotated[
         int, typer.Option(min=1, metavar="N", help="reduce tasks per micro-batch (with --reduce)")
     ] = 4,
+    device: DeviceOpt = "cpu",
     elastic: Annotated[
         str | None,
         choice(
@@ -257,6 +277,11 @@ def run(
     from adaptstream.metrics.plots import plot_timelines
     from adaptstream.runner import RunSpec, check_spec, input_files, is_redis_url
 
+    if device != "cpu":
+        if reduce is None:
+            msg = f"--device {device} needs --reduce: it places the pane mode's operators"
+            raise ConfigError(msg)
+        console.print("--device auto: every pane operator runs on the CPU (no GPU backend inside Spark tasks yet)")
     if sql:
         if workload:
             msg = "give either --workload (built-in queries) or --sql (your own), not both"

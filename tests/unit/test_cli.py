@@ -427,3 +427,12 @@ def test_pane_mode_elasticity_refuses_several_workloads(capsys):
     args = ("run", "--workload", "LR2S", "--workload", "CM1S", "--reduce", "prompt", "--elastic", "prompt")
     code, out = invoke(capsys, *args)
     assert code == 2 and "single --workload" in out and "Traceback" not in out
+
+
+def test_device_gpu_and_device_without_reduce_are_usage_errors(capsys):
+    code, out = invoke(capsys, "run", "--workload", "CM1S", "--reduce", "hash", "--device", "gpu")
+    assert code == 2 and "do not run on a GPU inside Spark tasks yet" in out and "Traceback" not in out
+    code, out = invoke(capsys, "run", "--workload", "CM1S", "--device", "auto")
+    assert code == 2 and "--device auto needs --reduce" in out and "Traceback" not in out
+    code, out = invoke(capsys, "run", "--workload", "CM1S", "--reduce", "hash", "--device", "tpu")
+    assert code == 2 and "valid: cpu, auto, gpu" in out

@@ -108,3 +108,26 @@ def test_ends_input_reads_the_checkpoint_offsets(tmp_path):
     assert not ends_input(str(tmp_path), 5)  # the second source has more to read
     assert not ends_input(str(tmp_path), 6)
     assert not ends_input(str(tmp_path), 9)
+
+
+def test_reduce_buckets_follow_the_tuners_elasticity_plan_unless_given(monkeypatch):
+    from types import SimpleNamespace
+
+    import adaptstream.tuner
+    from adaptstream.spark.windowed import _buckets_hook
+
+    spark = SimpleNamespace(conf=SimpleNamespace(get=lambda key: {"spark.sql.shuffle.partitions": "3"}[key]))
+    monkeypatch.setattr(adaptstream.tuner, "running_tuner", lambda _spark: None)
+    assert _buckets_hook(spark, None) == (3, None)  # no tuner: Spark's shuffle partitions
+    assert _buckets_hook(spark, 6) == (6, None)
+    plan = SimpleNamespace(reduce_buckets=5)
+    tuner = SimpleNamespace(elasticity=SimpleNamespace(plan=plan))
+    monkeypatch.setattr(adaptstream.tuner, "running_tuner", lambda _spark: tuner)
+    buckets, follow = _buckets_hook(spark, None)
+    assert buckets == 5 and follow is not None
+    plan.reduce_buckets = 9  # the policy's next plan: the next batch's buckets
+    assert follow() == 9
+    assert _buckets_hook(spark, 2) == (2, None)  # given explicitly: fixed
+    for bad in (0, -1, True, 2.5):
+        with pytest.raises(ConfigError, match="positive integer"):
+            _buckets_hook(spark, bad)

@@ -112,6 +112,8 @@ def _plot(r: dict, path: Path) -> None:
 
 def write_report(r: dict, target: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
+    verdicts = [{"target": t, "rule": rule, "measured": m, "met": met} for t, rule, m, met in targets(r)]
+    r = {**r, "targets": verdicts}  # computed from the recorded figures; rebuilt the same way from the JSON
     (target / f"{NAME}.json").write_text(json.dumps(r, indent=1))
     _plot(r, target / f"{NAME}.png")
     m, a = r["meta"], r["meta"]["config"]

@@ -418,9 +418,42 @@ def register(spark, defaults: dict[str, str] | None = None) -> None:
 
     install()  # processAllAvailable waits for data the sources hold back
     if not defaults:
-        spark.dataSource.register(AdaptstreamDataSource)
+        _register_class(spark, AdaptstreamDataSource)
         return
     # A class made here (not importable by name) travels by value, with its defaults, to the source's process.
     tuned = type("TunedAdaptstreamDataSource", (AdaptstreamDataSource,), {"defaults": dict(defaults)})
     tuned.__qualname__ = f"register.<locals>.{tuned.__name__}"
-    spark.dataSource.register(tuned)
+    _register_class(spark, tuned)
+
+
+#: environment variables Spark's PythonStreamingSourceRunner.init (4.3) puts into the registered data source's
+#: envVars map itself
+RUNNER_ENV = ("SPARK_LOCAL_DIRS", "SPARK_AUTH_SOCKET_TIMEOUT", "SPARK_BUFFER_SIZE", "SPARK_PYTHON_RUNTIME")
+
+
+def _register_class(spark, cls: type) -> None:
+    """``spark.dataSource.register`` with :data:`RUNNER_ENV` already in the registration's environment.
+
+    Why: Spark shares one java.util.HashMap, the registration's envVars, between every function made from it (the
+    source runner of each query and the read function in every task), and each query's source runner adds these
+    keys to that map in place when it starts (read from Spark's bytecode). A key added while another thread
+    serializes a task that holds the map would corrupt the task: the likely cause, not reproduced, of the
+    ``java.io.OptionalDataException`` in ``HashMap.readObject`` seen once in six runs of three queries starting
+    together. With the keys present from the start, the runners only replace values, which leaves the map's
+    structure, and a concurrent serialization, intact. The values are placeholders: the runner
+    and each executor's Python runner set their own before starting a worker."""
+    conf = spark.sparkContext.getConf()
+    env = spark.sparkContext.environment
+    values = {
+        "SPARK_LOCAL_DIRS": conf.get("spark.local.dir", "/tmp"),
+        "SPARK_AUTH_SOCKET_TIMEOUT": "15",
+        "SPARK_BUFFER_SIZE": conf.get("spark.buffer.size", "65536"),
+        "SPARK_PYTHON_RUNTIME": "PYTHON_WORKER",
+    }
+    added = [k for k in RUNNER_ENV if k not in env]
+    env.update({k: values[k] for k in added})
+    try:
+        spark.dataSource.register(cls)
+    finally:
+        for k in added:  # the application's other Python functions keep their environment
+            env.pop(k, None)

@@ -161,10 +161,8 @@ def summarize_blocks(batches, schema: pa.Schema, spec: PaneSpec, wm_prev: int | 
     """One row per block: its index, largest event time (all rows), data rows, late rows, data rows without an
     event time, distinct cluster keys."""
     tbl = _table(batches, schema)
-    t = tbl.column("_t")
-    max_t = pc.max(t).as_py() if tbl.num_rows else None
-    untimed = int(pc.sum(pc.and_(pc.fill_null(tbl.column("_data"), False), pc.is_null(t))).as_py() or 0)
     rows, late = _data_rows(tbl, spec, wm_prev)
+    _, _, untimed, max_t, max_pane, _ = _tally_block(tbl, rows, late)
     keys = np.unique(_cluster_keys(rows, spec))
     yield pa.RecordBatch.from_pydict(
         {
@@ -174,7 +172,7 @@ def summarize_blocks(batches, schema: pa.Schema, spec: PaneSpec, wm_prev: int | 
             "late": [late],
             "untimed": [untimed],
             "keys": [keys.tobytes()],
-            "max_pane": [int(pc.max(rows.column("_pane")).as_py()) if rows.num_rows else None],
+            "max_pane": [max_pane],
         },
         schema=SUMMARY_ARROW,
     )

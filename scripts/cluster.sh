@@ -16,6 +16,7 @@ set -euo pipefail
 DIR=${ADAPTSTREAM_CLUSTER_DIR:-/tmp/adaptstream-cluster}
 PY=${PYTHON:-python3}
 CG=${ADAPTSTREAM_CGROUP_ROOT:-/sys/fs/cgroup}
+CONTROLLERS="cpu memory cpuacct"  # cpuacct only where mounted: it gives `usage` its CPU-seconds
 MIN_CPU=10     # % of a core: at 10 % a worker took 54 s to register (docs/cluster.md)
 MIN_MEM=1024   # MB: worker JVM (256 MB heap) + one 512 MB executor + Python workers
 WAIT=${ADAPTSTREAM_CLUSTER_TIMEOUT:-120}
@@ -47,7 +48,7 @@ check_caps() {  # one line saying what is missing
 
 make_cgroup() {  # $1: worker number; records every directory it makes before writing limits
   local name="adaptstream-$(printf %s "$DIR" | md5sum | cut -c1-8)-w$1" c
-  for c in cpu memory cpuacct; do
+  for c in $CONTROLLERS; do
     [ -e "$CG/$c/cgroup.procs" ] || continue
     mkdir -p "$CG/$c/$name"; echo "$CG/$c/$name" >> "$DIR/cgroups"
   done
@@ -62,7 +63,7 @@ start_worker() {  # $1: worker number, $2: cgroup name or empty
   [ -n "$2" ] && mem="$((MEM - 384))m"
   (
     if [ -n "$2" ]; then
-      for c in cpu memory cpuacct; do [ -d "$CG/$c/$2" ] && echo "$BASHPID" > "$CG/$c/$2/cgroup.procs"; done
+      for c in $CONTROLLERS; do [ -d "$CG/$c/$2" ] && echo "$BASHPID" > "$CG/$c/$2/cgroup.procs"; done
       # one core's worth of JIT/GC threads and C1 only: start-up under a small quota otherwise costs tens of s
       export SPARK_DAEMON_JAVA_OPTS="-XX:ActiveProcessorCount=1 -XX:+UseSerialGC -XX:TieredStopAtLevel=1"
     fi

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import typer
 
+from adaptstream_bench.cluster_calibration import cluster_calibration_command
 from adaptstream_bench.klink import klink_command
 from adaptstream_bench.lmstream import lmstream_command
 from adaptstream_bench.lmstream_load import lmstream_load_command
@@ -25,6 +26,7 @@ app.command("prompt-processing")(prompt_processing_command)
 app.command("reduce-allocation")(reduce_allocation_command)
 app.command("prompt-elastic")(prompt_elastic_command)
 app.command("mapdevice")(mapdevice_command)
+app.command("cluster-calibration")(cluster_calibration_command)
 
 
 def register(root: typer.Typer, groups: dict[str, typer.Typer]) -> None:

@@ -19,8 +19,6 @@ import math
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -29,10 +27,10 @@ from typing import Annotated, Any
 
 import typer
 
+from adaptstream_bench.cluster import LocalCluster
 from adaptstream_bench.prompt_elastic_report import POLICIES, run_figures, write_report
 
 PATTERNS = ("sinusoidal", "step")
-ROOT = Path(__file__).resolve().parents[2]  # the repository: benchmarks/adaptstream_bench/<file>
 
 
 class LoadSampler:
@@ -61,48 +59,6 @@ class LoadSampler:
         return sum(x for _, x in self.samples) / len(self.samples) if self.samples else None
 
 
-class Cluster:
-    """A standalone cluster started by scripts/cluster.sh, stopped by its PIDs on exit (also on failure)."""
-
-    def __init__(self, workers: int, port: int, worker_memory: str, work: Path) -> None:
-        self.script = ROOT / "scripts" / "cluster.sh"
-        self.workers = workers
-        self.env = {
-            **os.environ,
-            "ADAPTSTREAM_CLUSTER_DIR": str(work / "cluster"),
-            "ADAPTSTREAM_MASTER_PORT": str(port),
-            "ADAPTSTREAM_WORKER_MEMORY": worker_memory,
-            "PYTHON": sys.executable,
-        }
-
-    def __enter__(self) -> str:
-        from adaptstream.errors import EnvironmentProblem
-
-        if not self.script.exists():
-            msg = f"{self.script} not found: the elasticity benchmark starts its cluster from a source checkout"
-            raise EnvironmentProblem(msg)
-        try:
-            res = subprocess.run(
-                ["bash", str(self.script), "start", str(self.workers)],
-                env=self.env,
-                capture_output=True,
-                text=True,
-                timeout=300,
-                check=False,
-            )
-        except BaseException:
-            self.__exit__()
-            raise
-        if res.returncode != 0:
-            self.__exit__()
-            msg = f"the standalone cluster did not start: {(res.stderr or res.stdout).strip()[-300:]}"
-            raise EnvironmentProblem(msg)
-        return res.stdout.strip().splitlines()[-1]
-
-    def __exit__(self, *exc: object) -> None:
-        subprocess.run(["bash", str(self.script), "stop"], env=self.env, timeout=120, check=False)
-
-
 def _exit_on_term(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
@@ -113,14 +69,15 @@ def _jsonl(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
-def plans(workers: int, amplitude: float) -> dict[str, dict]:
-    """Each policy's executors and buckets, by rule: the peak needs every worker (the cluster is sized so),
-    the mean rate needs that share of them, rounded up; Alg. 4 starts at the mean's plan."""
-    peak = workers
-    mean = max(1, math.ceil(workers / (1 + amplitude) - 1e-9))
+def plans(workers: int, amplitude: float, peak: int | None = None, mean: int | None = None) -> dict[str, dict]:
+    """Each policy's executors and buckets. Without sizes, by rule: the peak needs every worker (the cluster is
+    sized so), the mean rate needs that share of them, rounded up. With ``peak``/``mean`` (from the sizing runs,
+    :func:`smallest_on_time`) the static baselines take those. Alg. 4 starts at the mean's plan."""
+    peak = workers if peak is None else peak
+    mean = max(1, math.ceil(workers / (1 + amplitude) - 1e-9)) if mean is None else mean
     return {
-        "static_peak": {"executors": peak, "params": f"map_tasks={peak};reduce_buckets={peak};executors={peak}"},
-        "static_mean": {"executors": mean, "params": f"map_tasks={mean};reduce_buckets={mean};executors={mean}"},
+        "static_peak": {"executors": peak, "params": static_params(peak)},
+        "static_mean": {"executors": mean, "params": static_params(mean)},
         "prompt": {
             "executors": mean,
             "params": f"initial_map_tasks={mean};initial_reduce_buckets={mean};min_executors=1;"
@@ -128,6 +85,17 @@ def plans(workers: int, amplitude: float) -> dict[str, dict]:
         },
         "dynamic_allocation": {"executors": 1, "params": ""},
     }
+
+
+def static_params(k: int) -> str:
+    return f"map_tasks={k};reduce_buckets={k};executors={k}"
+
+
+def smallest_on_time(trials: dict[int, float | None], share: float = 1.0) -> int | None:
+    """The sizing rule: the smallest executor count whose sizing run kept at least ``share`` of its counted batches
+    on time (W <= 1); None when no count did (or none ran)."""
+    ok = [k for k, s in trials.items() if s is not None and s >= share]
+    return min(ok) if ok else None
 
 
 def da_conf(workers: int, idle_s: float) -> dict[str, str]:
@@ -146,12 +114,11 @@ def da_conf(workers: int, idle_s: float) -> dict[str, str]:
     }
 
 
-def run_one(spark, policy: str, pattern: str, a: dict, work: Path, ctl) -> dict:
+def run_one(spark, policy: str, pattern: str, a: dict, work: Path, ctl, plan: dict) -> dict:
     """One policy on one rate pattern: the streaming run, then its batches, datasets and Spark's executor list."""
     from adaptstream.runner import RunSpec, run_workload
     from adaptstream.spark.executors import executor_intervals
 
-    plan = plans(a["workers"], a["amplitude"])[policy]
     managed = policy != "dynamic_allocation"
     spec = RunSpec(
         workload=a["workload"],
@@ -227,6 +194,60 @@ def run_one(spark, policy: str, pattern: str, a: dict, work: Path, ctl) -> dict:
     return out
 
 
+def sizing_text(pl: dict, workers: int, amplitude: float, sizing: dict | None) -> dict[str, Any]:
+    """The static baselines' sizes and the rule that chose them, as the report states them."""
+    out: dict[str, Any] = {
+        "static_peak": pl["static_peak"]["executors"],
+        "static_mean": pl["static_mean"]["executors"],
+        "prompt_initial": f"{pl['prompt']['executors']} executors and reduce buckets (the mean's plan)",
+    }
+    if sizing is None:
+        return {
+            **out,
+            "peak_rule": f"the cluster is sized so that the peak needs every worker: {workers}",
+            "mean_rule": f"the mean rate needs 1 / (1 + amplitude) of the peak's executors, rounded up: "
+            f"ceil({workers} / {1 + amplitude:g}) = {pl['static_mean']['executors']}",
+        }
+    rule = "the smallest executor count whose constant-rate sizing run at the {} rate kept every counted batch on time"
+    sz = sizing["sizes"]
+    for label in ("peak", "mean"):
+        got = sz.get(label)
+        out[f"{label}_rule"] = rule.format(label) + (
+            f": {got}" if got is not None else f": no count did, so every worker ({workers})"
+        )
+    return out
+
+
+def size_statics(spark, a: dict, work: Path, ctl) -> dict:
+    """The sizing runs behind the static baselines (the rule the report states): a constant-rate run of
+    ``size_duration`` s at the mean rate, then at the peak rate, with k static executors for k = 1, 2, ... until one
+    keeps every counted batch on time (W <= 1); the peak starts from the mean's size (more load never needs fewer
+    executors). A rate no count serves gets every worker, and the report says so."""
+    sizes: dict[str, int | None] = {}
+    trials: list[dict] = []
+    start = 1
+    for label, rate in (("mean", a["rate"]), ("peak", round(a["rate"] * (1 + a["amplitude"])))):
+        shares: dict[int, float | None] = {}
+        for k in range(start, a["workers"] + 1):
+            b_cfg = {**a, "rate": rate, "duration": a["size_duration"], "warmup": a["size_warmup"]}
+            plan = {"executors": k, "params": static_params(k)}
+            run = run_one(spark, f"size_{label}_{k}", "constant", b_cfg, work, ctl, plan)
+            f = run_figures(run)
+            shares[k] = None if "error" in run else f["on_time_share"]
+            trial = {"rate_label": label, "rate": rate, "executors": k, "on_time_share": shares[k]}
+            trial.update(batches=f["batches"], w_median=f["w_median"], w_max=f["w_max"])
+            if "error" in run:
+                trial["error"] = run["error"]
+            trials.append(trial)
+            share = "failed" if shares[k] is None else f"{shares[k]:.0%}"
+            typer.echo(f"  sizing {label} ({rate:,} rows/s), {k} executor(s): on time {share}, W max {f['w_max']}")
+            if smallest_on_time(shares) is not None:
+                break
+        sizes[label] = smallest_on_time(shares)
+        start = sizes[label] or a["workers"]
+    return {"sizes": sizes, "trials": trials}
+
+
 def warm_up(spark, a: dict, work: Path, ctl) -> float:
     """An unrecorded constant-rate run on every worker's executor before an application's first measured run:
     its first batches start Python workers and compile Alg. 3 on each executor (seconds each), a cost that would
@@ -273,7 +294,15 @@ def prompt_elastic_command(
         float, typer.Option(min=0.0, help="seconds of unrecorded input per Spark application before its runs")
     ] = 12.0,
     workers: Annotated[int, typer.Option(min=2, help="standalone workers of 1 core each")] = 3,
-    worker_memory: Annotated[str, typer.Option(help="memory per worker")] = "1g",
+    worker_memory: Annotated[str, typer.Option(help="memory per worker (uncapped workers)")] = "1g",
+    cpu: Annotated[
+        float | None, typer.Option(min=10.0, max=100.0, help="cap each worker at this % of one core (root, cgroup v1)")
+    ] = None,
+    mem: Annotated[int | None, typer.Option(min=1024, help="cap each worker's memory at this many MB")] = None,
+    size_by: Annotated[
+        str, typer.Option(help="static baselines' size: 'runs' (sizing runs at the mean and peak rates) or 'rule'")
+    ] = "runs",
+    size_duration: Annotated[float, typer.Option(min=5.0, help="seconds of input per sizing run")] = 24.0,
     executor_memory: Annotated[str, typer.Option(help="memory per executor")] = "512m",
     reduce: Annotated[str, typer.Option(help="reduce allocator (hash, prompt)")] = "prompt",
     idle_timeout: Annotated[float, typer.Option(min=1.0, help="dynamic allocation's executor idle timeout, s")] = 5.0,
@@ -308,9 +337,13 @@ def prompt_elastic_command(
     ALLOCATORS.get(reduce)
     if master is not None:
         check_elastic_master(master)
+    if size_by not in ("runs", "rule"):
+        msg = f"--size-by must be 'runs' or 'rule', got {size_by!r}"
+        raise ConfigError(msg)
     if warmup >= duration:
         msg = f"--warmup ({warmup:g} s) must be shorter than --duration ({duration:g} s)"
         raise ConfigError(msg)
+    capped_mem = (mem or 2048) if (cpu is not None or mem is not None) else None  # cluster.sh's default cap
     a: dict[str, Any] = {
         "workload": WORKLOADS.get(workload).name,
         "rate": rate,
@@ -321,7 +354,12 @@ def prompt_elastic_command(
         "warmup": warmup,
         "workers": workers,
         "num_blocks": workers,
-        "worker_memory": worker_memory,
+        "worker_memory": f"{capped_mem - 384}m" if capped_mem else worker_memory,
+        "cpu_pct": cpu,
+        "mem_mb": capped_mem,
+        "size_by": size_by,
+        "size_duration": size_duration,
+        "size_warmup": min(warmup, size_duration / 3),
         "executor_memory": executor_memory,
         "reduce": reduce,
         "seed": seed,
@@ -332,13 +370,8 @@ def prompt_elastic_command(
         "policies": pols,
     }
     pl = plans(workers, amplitude)
+    a.update(sizing_text(pl, workers, amplitude, None))
     a.update(
-        static_peak=pl["static_peak"]["executors"],
-        static_mean=pl["static_mean"]["executors"],
-        prompt_initial=f"{pl['prompt']['executors']} executors and reduce buckets (the mean's plan)",
-        peak_rule=f"the cluster is sized so that the peak needs every worker: {workers}",
-        mean_rule=f"the mean rate needs 1 / (1 + amplitude) of the peak's executors, rounded up: "
-        f"ceil({workers} / {1 + amplitude:g}) = {pl['static_mean']['executors']}",
         da_conf_note=f"idle timeout {idle_timeout:g} s, cached-executor and shuffle-tracking timeouts "
         f"{2 * idle_timeout:g} s, backlog timeouts 1 s",
         key_note="LR2S keys are (expressway, direction, segment); the generator adds an expressway per 400 rows/s "
@@ -351,7 +384,7 @@ def prompt_elastic_command(
         **start_meta("bench", "prompt-elastic"),
         "config": a,
         "notes": [
-            f"Sizing: {len(pats)} pattern(s) x {len(pols)} policies, {duration:g} s of input each, "
+            f"Duration: {len(pats)} pattern(s) x {len(pols)} policies, {duration:g} s of input each, "
             f"{trigger:g}-s batches: about {len(pats) * len(pols) * (duration + 15) / 60:.0f} min of runs plus "
             "cluster and application start-up, so that one invocation stays within about 15 min.",
             "Map tasks: every policy's planned map tasks are applied to the next batch (the pane executor writes "
@@ -383,7 +416,11 @@ def prompt_elastic_command(
     t_start = time.time()
     try:
         with LoadSampler(a["load_sample_s"]) as sampler:
-            cluster = Cluster(workers, port, worker_memory, work) if master is None else None
+            cluster = (
+                LocalCluster(workers, work / "cluster", port, cpu=cpu, mem=mem, worker_memory=worker_memory)
+                if master is None
+                else None
+            )
             url = cluster.__enter__() if cluster is not None else str(master)
             try:
                 managed = [x for x in pols if x != "dynamic_allocation"]
@@ -409,10 +446,16 @@ def prompt_elastic_command(
                             secs = warm_up(spark, a, work, ctl)
                             meta.setdefault("app_warmup_s", []).append(secs)
                             typer.echo(f"  warm-up of the {'da' if da else 'managed'} application: {secs:.0f} s")
+                        if not da and size_by == "runs" and ({"static_peak", "static_mean", "prompt"} & set(group)):
+                            sizing = size_statics(spark, a, work, ctl)
+                            meta["sizing"] = sizing
+                            sz = sizing["sizes"]
+                            pl = plans(workers, amplitude, sz["peak"] or workers, sz["mean"] or workers)
+                            a.update(sizing_text(pl, workers, amplitude, sizing))
                         for pattern in pats:
                             for policy in group:
                                 t0 = time.time()
-                                run = run_one(spark, policy, pattern, a, work, ctl)
+                                run = run_one(spark, policy, pattern, a, work, ctl, pl[policy])
                                 runs.append(run)
                                 f = run_figures(run)
                                 typer.echo(
@@ -437,6 +480,6 @@ def prompt_elastic_command(
     meta.update(load_after=os.getloadavg(), finished=time.time(), wall_s=time.time() - t_start)
     doc = write_report({"meta": meta, "runs": runs}, target)
     for t in doc["targets"]:
-        verdict = "n/a" if t["met"] is None else ("met" if t["met"] else "missed")
+        verdict = "undecided" if t["met"] is None else ("met" if t["met"] else "missed")
         typer.echo(f"  target {t['target']}: {verdict} ({t['measured']})")
     typer.echo(f"bench prompt-elastic: report in {target / 'prompt_elastic.md'}")

@@ -7,6 +7,7 @@ computed from the recorded runs in the JSON (and only from them).
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import time
@@ -22,6 +23,7 @@ POLICIES = ("prompt", "static_peak", "static_mean", "dynamic_allocation")
 ON_TIME_TARGET = 0.95  # share of batches with W <= 1 after the warm-up (issue #9)
 SHARE_OF_PEAK = 0.60  # prompt's executor-seconds / static peak's
 EQUAL_TOLERANCE = 0.05  # "equal or lower" executor-seconds, within this relative margin
+STEP_INTERVALS = 2.0  # prompt plans a scale-out within this many batch intervals of a step's rise (issue #56)
 
 
 def executor_seconds(intervals: list[dict], start: float, end: float) -> float:
@@ -46,6 +48,7 @@ def run_figures(run: dict) -> dict:
     es = executor_seconds(run["executors"], start, end)
     lat = [d["latency"] for d in run.get("datasets", []) if d["arrival"] >= start]
     return {
+        **scale_actions(run),
         "batches": len(bs),
         "on_time": sum(1 for x in w if x <= 1.0),
         "on_time_share": (sum(1 for x in w if x <= 1.0) / len(w)) if w else None,
@@ -58,6 +61,46 @@ def run_figures(run: dict) -> dict:
     }
 
 
+def scale_actions(run: dict) -> dict:
+    """What the policy planned (executor counts in its plans, rises and falls between consecutive batches) and
+    what Spark did (executors added and removed from the run's first input to the end of its window)."""
+    planned = [b["planned_executors"] for b in run["batches"] if b.get("planned_executors") is not None]
+    t0, end = run["t0"], run["window"][1]
+    return {
+        "max_executors_planned": max(planned) if planned else None,
+        "min_executors_planned": min(planned) if planned else None,
+        "planned_scale_outs": sum(1 for x, y in itertools.pairwise(planned) if y > x),
+        "planned_scale_ins": sum(1 for x, y in itertools.pairwise(planned) if y < x),
+        "scale_outs": sum(1 for iv in run["executors"] if t0 < iv["added"] <= end),
+        "scale_ins": sum(1 for iv in run["executors"] if iv["removed"] is not None and t0 < iv["removed"] <= end),
+    }
+
+
+def step_delays(run: dict, period: float) -> list[dict]:
+    """Per rise of a ``step`` run's rate (event time period x (j + 1/2) from the first input): seconds until the
+    policy first planned more executors than before the rise (the end of that batch) and until Spark added one,
+    None where neither happened before the rate fell again."""
+    out = []
+    t0, end = run["t0"], run["window"][1]
+    rise = t0 + period / 2
+    while rise < end:
+        fall = rise + period / 2
+        before = [b["planned_executors"] for b in run["batches"] if b["started"] < rise and b.get("planned_executors")]
+        base = before[-1] if before else None
+        plan = next(
+            (b["ended"] for b in run["batches"] if rise <= b["started"] < fall and base is not None
+             and (b.get("planned_executors") or 0) > base),
+            None,
+        )  # fmt: skip
+        added = min((iv["added"] for iv in run["executors"] if rise <= iv["added"] < fall), default=None)
+        out.append(
+            {"rise": rise - t0, "planned_before": base, "planned_s": None if plan is None else plan - rise,
+             "added_s": None if added is None else added - rise}
+        )  # fmt: skip
+        rise += period
+    return out
+
+
 def policy_figures(runs: list[dict]) -> dict:
     """Per policy: figures over all its runs (batches pooled, executor-seconds summed) and per pattern."""
     out: dict[str, dict] = {}
@@ -68,7 +111,16 @@ def policy_figures(runs: list[dict]) -> dict:
         on_time = sum(f["on_time"] for f in per.values())
         es = sum(f["executor_seconds"] for f in per.values())
         window = sum(f["window_s"] for f in per.values())
+        acts = list(per.values())
+        planned_max = [f["max_executors_planned"] for f in acts if f["max_executors_planned"] is not None]
+        planned_min = [f["min_executors_planned"] for f in acts if f["min_executors_planned"] is not None]
         out[name] = {
+            "max_executors_planned": max(planned_max) if planned_max else None,
+            "min_executors_planned": min(planned_min) if planned_min else None,
+            **{
+                k: sum(f[k] for f in acts)
+                for k in ("scale_outs", "scale_ins", "planned_scale_outs", "planned_scale_ins")
+            },
             "on_time_share": on_time / batches if batches else None,
             "executor_seconds": es,
             "batches": batches,
@@ -78,8 +130,9 @@ def policy_figures(runs: list[dict]) -> dict:
     return out
 
 
-def targets(policies: dict) -> list[dict]:
-    """The issue's elasticity targets; each verdict computed here (None: a policy it needs was not run)."""
+def targets(policies: dict, trigger: float | None = None, workers: int | None = None) -> list[dict]:
+    """The issue's elasticity targets; each verdict computed here (None: a policy it needs was not run). With the
+    batch interval, also the step response (#56): needs ``step_delays`` on prompt's figures."""
     p, peak, da = policies.get("prompt"), policies.get("static_peak"), policies.get("dynamic_allocation")
     out: list[dict[str, Any]] = []
     rule1 = (
@@ -119,13 +172,86 @@ def targets(policies: dict) -> list[dict]:
                 ),
             }
         )
+    if trigger is not None:
+        out.append(step_target(p, trigger, workers))
     return out
+
+
+def _delay_text(d: dict) -> str:
+    def sec(x: float | None) -> str:
+        return "never" if x is None else f"{x:.1f} s"
+
+    return f"rise at {d['rise']:.0f} s: plan after {sec(d['planned_s'])}, executor added after {sec(d['added_s'])}"
+
+
+def step_target(p: dict | None, trigger: float, workers: int | None) -> dict:
+    """Prompt plans more executors within STEP_INTERVALS batch intervals of every rise of the step rate (rises
+    where its plan already had every worker are left out); Spark's executor add times are shown beside."""
+    limit = STEP_INTERVALS * trigger
+    rule = (
+        f"at every rise of the step rate, prompt's plan asks for more executors by the end of a batch that ends within "
+        f"{STEP_INTERVALS:g} batch intervals ({limit:g} s) of the rise; rises where the plan already had every "
+        "worker are left out"
+    )
+    target = f"prompt scales out within {STEP_INTERVALS:g} batch intervals of a step"
+    delays = (p or {}).get("step_delays") or []
+    judged = [d for d in delays if workers is None or d.get("planned_before") is None or d["planned_before"] < workers]
+    if not judged:
+        return {"target": target, "rule": rule, "measured": "no step rise to judge", "met": None, "threshold": limit}
+    worst = [d["planned_s"] for d in judged]
+    met = all(x is not None and x <= limit for x in worst)
+    measured = "; ".join(_delay_text(d) for d in judged)
+    return {"target": target, "rule": rule, "measured": measured, "met": met, "threshold": limit}
 
 
 def complete(r: dict) -> dict:
     """The report document with its per-policy figures and targets computed from the runs."""
     policies = policy_figures(r["runs"])
-    return {**r, "policies": policies, "targets": targets(policies)}
+    c = r.get("meta", {}).get("config", {})
+    if "period" in c:
+        for x in r["runs"]:
+            if x["pattern"] == "step" and x["policy"] in policies:
+                policies[x["policy"]]["step_delays"] = step_delays(x, c["period"])
+    return {**r, "policies": policies, "targets": targets(policies, c.get("trigger"), c.get("workers"))}
+
+
+def _span(f: dict) -> str:
+    lo, hi = f.get("min_executors_planned"), f.get("max_executors_planned")
+    return "n/a" if lo is None else f"{lo}-{hi}"
+
+
+def _caps(c: dict) -> str:
+    if c.get("cpu_pct") is None and c.get("mem_mb") is None:
+        return " (not capped: the workers share the machine's cores)"
+    cpu = c.get("cpu_pct")
+    return (
+        f", each capped (cgroup v1) at {'100' if cpu is None else f'{cpu:g}'} % of one core and {c['mem_mb']} MB, so "
+        "that capacity grows with the executor count (docs/cluster.md)"
+    )
+
+
+def _sizing_lines(r: dict) -> list[str]:
+    sz = r["meta"].get("sizing")
+    if not sz:
+        return []
+    lines = [
+        "",
+        "## Sizing runs (the static baselines' rule)",
+        "",
+        "Constant-rate runs before the measured ones, in the same application: at the mean rate, then at the peak "
+        "rate, k static executors for k = 1, 2, ... until one kept every counted batch on time (W <= 1). Chosen: "
+        f"mean {sz['sizes'].get('mean')}, peak {sz['sizes'].get('peak')} (None: no count did).",
+        "",
+        "| rate | rows/s | executors | on time | batches | median W | max W |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for t in sz["trials"]:
+        lines.append(
+            f"| {t['rate_label']} | {t['rate']:,} | {t['executors']} | {_fmt(t['on_time_share'], '.0%')} | "
+            f"{t['batches']} | {_fmt(t['w_median'], '.2f')} | {_fmt(t['w_max'], '.2f')} |"
+            + (f" {t['error']}" if t.get("error") else "")
+        )
+    return lines
 
 
 def _fmt(x: float | None, spec: str) -> str:
@@ -192,7 +318,8 @@ def markdown(r: dict) -> str:
         f"{_fmt(m.get('load_mean'), '.2f')} (1-min load sampled every {c['load_sample_s']:g} s).",
         "",
         f"Set-up: a real Spark standalone cluster on 127.0.0.1 (`scripts/cluster.sh`): {c['workers']} workers of 1 "
-        f"core and {c['worker_memory']}, executors of 1 core and {c['executor_memory']}. Workload {c['workload']} "
+        f"core and {c['worker_memory']}{_caps(c)}, executors of 1 core and {c['executor_memory']}. Workload "
+        f"{c['workload']} "
         f"in the pane execution mode (`adaptstream run --reduce {c['reduce']}`), fixed admission every "
         f"{c['trigger']:g} s (the batch interval), {c['num_blocks']} input blocks (map tasks) at the start, then "
         "each policy's planned map tasks (see the notes), "
@@ -210,7 +337,7 @@ def markdown(r: dict) -> str:
         f"this sizing rule: {c['peak_rule']}).",
         f"- `static_mean`: {c['static_mean']} executors and reduce buckets throughout ({c['mean_rule']}).",
         f"- `dynamic_allocation`: Spark's own `spark.dynamicAllocation.enabled=true` with shuffle tracking, "
-        f"min 1 / max {c['workers']} executors, {c['da_conf_note']}, {c['static_peak']} reduce buckets, a Spark "
+        f"min 1 / max {c['workers']} executors, {c['da_conf_note']}, {c['workers']} reduce buckets, a Spark "
         "application of its own.",
         "",
         "Measured: per batch W from the pane executor's own timing (the batch's Spark jobs, start to end); "
@@ -224,16 +351,17 @@ def markdown(r: dict) -> str:
         "|---|---|---|---|",
     ]
     for t in r["targets"]:
-        verdict = "n/a" if t["met"] is None else ("met" if t["met"] else "missed")
+        verdict = "undecided" if t["met"] is None else ("met" if t["met"] else "missed")
         lines.append(f"| {t['target']} | {t['rule']} | {t['measured']} | **{verdict}** |")
     lines += [
         "",
         "## Per policy",
         "",
-        "| policy | on time (W <= 1) | executor-seconds | mean executors | batches | "
+        "| policy | on time (W <= 1) | executor-seconds | mean executors | batches | planned executors min-max | "
+        "scale-outs / scale-ins (Spark) | (planned) | "
         + " | ".join(f"{p}: on time / exec-s / median W / max W / p95 latency s" for p in patterns)
         + " |",
-        "|---|---|---|---|---|" + "---|" * len(patterns),
+        "|---|---|---|---|---|---|---|---|" + "---|" * len(patterns),
     ]
     for name in [p for p in POLICIES if p in pol] + [p for p in pol if p not in POLICIES]:
         f = pol[name]
@@ -248,8 +376,11 @@ def markdown(r: dict) -> str:
             )
         lines.append(
             f"| {name} | {_fmt(f['on_time_share'], '.1%')} | {f['executor_seconds']:.0f} | "
-            f"{_fmt(f['mean_executors'], '.2f')} | {f['batches']} | " + " | ".join(cells) + " |"
+            f"{_fmt(f['mean_executors'], '.2f')} | {f['batches']} | {_span(f)} | "
+            f"{f.get('scale_outs', 'n/a')} / {f.get('scale_ins', 'n/a')} | "
+            f"{f.get('planned_scale_outs', 'n/a')} / {f.get('planned_scale_ins', 'n/a')} | " + " | ".join(cells) + " |"
         )
+    lines += _sizing_lines(r)
     lines += ["", "## Checks computed from the runs", "", *[f"- {c}" for c in checks(r)]]
     for p in patterns:
         lines += ["", f"![{p} timeline]({NAME}-{p}.png)"]
@@ -260,6 +391,15 @@ def markdown(r: dict) -> str:
 def checks(r: dict) -> list[str]:
     """Sentences about the set-up that the recorded runs confirm or refute (computed, not asserted)."""
     out = []
+    p = r["policies"].get("prompt")
+    if p is not None and "scale_outs" in p:
+        both = p["planned_scale_outs"] > 0 and p["planned_scale_ins"] > 0
+        out.append(
+            f"Does Alg. 4 scale both ways? Its plans rose {p['planned_scale_outs']} and fell "
+            f"{p['planned_scale_ins']} time(s) (executors planned {_span(p)}); Spark added {p['scale_outs']} and "
+            f"removed {p['scale_ins']} executor(s) during its runs: "
+            + ("both scale-out and scale-in were exercised." if both else "not both directions were exercised.")
+        )
     peak = r["policies"].get("static_peak")
     if peak is not None and peak["on_time_share"] is not None:
         ok = peak["on_time_share"] >= ON_TIME_TARGET

@@ -16,8 +16,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -26,11 +24,11 @@ from typing import Annotated
 
 import typer
 
+from adaptstream_bench.cluster import LocalCluster
 from adaptstream_bench.meta import start_meta
 
 QUERIES = ("filter", "window")
 PATHS = ("spark-csv", "adaptstream", "adaptstream-driver")
-ROOT = Path(__file__).resolve().parents[2]  # the repository: benchmarks/adaptstream_bench/<file>
 
 
 # -- data -----------------------------------------------------------------------------------------------------
@@ -199,21 +197,7 @@ def cluster_runs(data: str, workers: list[int], reps: int, work: Path, echo) -> 
 
     out: dict = {}
     for n in workers:
-        env = {
-            **os.environ,
-            "ADAPTSTREAM_CLUSTER_DIR": str(work / f"cluster-{n}"),
-            "ADAPTSTREAM_MASTER_PORT": "7178",
-            "PYTHON": sys.executable,
-        }
-        url = subprocess.run(
-            ["bash", str(ROOT / "scripts" / "cluster.sh"), "start", str(n)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=True,
-        ).stdout.strip()
-        try:
+        with LocalCluster(n, work / f"cluster-{n}", 7178, timeout=180) as url:
             spark = build_spark(master=url, conf={"spark.executor.memory": "1g"})
             try:
                 runs: dict = {p: [] for p in ("spark-csv", "adaptstream")}
@@ -228,8 +212,6 @@ def cluster_runs(data: str, workers: list[int], reps: int, work: Path, echo) -> 
                 out[str(n)] = runs
             finally:
                 spark.stop()
-        finally:
-            subprocess.run(["bash", str(ROOT / "scripts" / "cluster.sh"), "stop"], env=env, timeout=120, check=False)
     return out
 
 

@@ -9,11 +9,14 @@ import pytest
 
 from adaptstream.errors import ConfigError
 from adaptstream.runner import RunSpec, elastic_policy
-from adaptstream_bench.prompt_elastic import da_conf, plans
+from adaptstream_bench.prompt_elastic import da_conf, plans, smallest_on_time
 from adaptstream_bench.prompt_elastic_report import (
     executor_seconds,
     policy_figures,
     run_figures,
+    scale_actions,
+    step_delays,
+    step_target,
     targets,
     write_report,
 )
@@ -165,7 +168,11 @@ def test_write_report_json_shape_markdown_and_plots(tmp_path):
     assert set(saved["policies"]) == {"prompt", "static_peak", "static_mean", "dynamic_allocation"}
     for p in saved["policies"].values():
         assert {"on_time_share", "executor_seconds"} <= set(p)
-    assert [t["met"] for t in saved["targets"]] == [True, True]
+    # the hand-made runs plan nothing, so the step response has no rise to judge: undecided, never met
+    assert [t["met"] for t in saved["targets"]] == [True, True, None]
+    assert {"max_executors_planned", "min_executors_planned", "scale_outs", "scale_ins"} <= set(
+        saved["policies"]["prompt"]
+    )
     md = (tmp_path / "prompt_elastic.md").read_text()
     assert "**met**" in md and "a note" in md and "prompt_elastic-step.png" in md
     assert (tmp_path / "prompt_elastic-sinusoidal.png").stat().st_size > 1000
@@ -221,3 +228,43 @@ def test_checks_say_whether_executors_lowered_w():
                 b["w"] = 1.5
     flat = checks(complete({"runs": runs, "meta": meta}))
     assert any("did not lower W" in x for x in flat) and any("did not serve the peak" in x for x in flat)
+
+
+def _planned(run: dict, plan: list[int]) -> dict:
+    for b, k in zip(run["batches"], plan, strict=True):
+        b["planned_executors"] = k
+    return run
+
+
+def test_scale_actions_count_what_was_planned_and_what_spark_did():
+    # executors: one from before the first input, one added at 9 s and removed at 17 s, one added at 21 s
+    run = _run("prompt", "step", [0.5] * 12, [(-5, None), (9, 17), (21, None)], end=24)
+    f = scale_actions(_planned(run, [1, 1, 1, 2, 2, 2, 1, 1, 2, 3, 3, 2]))
+    assert f["max_executors_planned"] == 3 and f["min_executors_planned"] == 1
+    assert (f["planned_scale_outs"], f["planned_scale_ins"]) == (3, 2)
+    assert (f["scale_outs"], f["scale_ins"]) == (2, 1)  # the executor alive before the first input is not one
+
+
+def test_the_step_response_is_judged_on_the_plan_with_spark_adds_beside_it():
+    # period 12 s: the rate rises at 6 s and 18 s; batches every 2 s, each ends 1 s after it starts
+    run = _run("prompt", "step", [0.5] * 12, [(0, None), (9.5, None)], end=24)
+    _planned(run, [1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 3, 3])  # more after the batch starting at 8 s (ends 9 s)
+    d = step_delays(run, 12.0)
+    assert [x["rise"] for x in d] == [6.0, 18.0]
+    assert d[0]["planned_s"] == pytest.approx(3.0) and d[0]["added_s"] == pytest.approx(3.5)
+    assert d[1]["planned_s"] == pytest.approx(3.0) and d[1]["added_s"] is None
+    assert step_target({"step_delays": d}, trigger=2.0, workers=3)["met"] is True  # 3 s <= 2 x 2 s
+    assert step_target({"step_delays": d}, trigger=1.0, workers=3)["met"] is False  # 3 s > 2 x 1 s
+    # a rise where the plan already had every worker is not judged
+    assert step_target({"step_delays": d[1:]}, trigger=1.0, workers=2)["met"] is None
+    late = _planned(_run("prompt", "step", [0.5] * 12, [(0, None)], end=24), [1] * 12)
+    assert step_target({"step_delays": step_delays(late, 12.0)}, trigger=2.0, workers=3)["met"] is False
+
+
+def test_the_static_sizes_are_the_smallest_count_that_kept_every_batch_on_time():
+    assert smallest_on_time({1: 0.6, 2: 1.0, 3: 1.0}) == 2
+    assert smallest_on_time({2: 0.9, 3: None}) is None  # none did (a failed run decides nothing)
+    assert smallest_on_time({}) is None
+    p = plans(4, 0.6, peak=3, mean=2)
+    assert (p["static_peak"]["executors"], p["static_mean"]["executors"], p["prompt"]["executors"]) == (3, 2, 2)
+    assert "max_executors=4" in p["prompt"]["params"]

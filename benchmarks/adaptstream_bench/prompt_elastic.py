@@ -83,6 +83,10 @@ def plans(workers: int, amplitude: float, peak: int | None = None, mean: int | N
             "params": f"initial_map_tasks={mean};initial_reduce_buckets={mean};min_executors=1;"
             f"max_executors={workers};max_tasks={2 * workers};cores_per_executor=1",
         },
+        "ds2": {
+            "executors": mean,
+            "params": f"initial_executors={mean};min_executors=1;max_executors={workers};cores_per_executor=1",
+        },
         "dynamic_allocation": {"executors": 1, "params": ""},
     }
 
@@ -131,7 +135,7 @@ def run_one(spark, policy: str, pattern: str, a: dict, work: Path, ctl, plan: di
         num_blocks=a["num_blocks"],
         reduce=a["reduce"],
         reduce_buckets=a["workers"],
-        elastic=("prompt" if policy == "prompt" else "static") if managed else None,
+        elastic=(policy if policy in ("prompt", "ds2") else "static") if managed else None,
         elastic_params=plan["params"],
         finish_timeout=a["finish_timeout"],
     )
@@ -446,7 +450,7 @@ def prompt_elastic_command(
                             secs = warm_up(spark, a, work, ctl)
                             meta.setdefault("app_warmup_s", []).append(secs)
                             typer.echo(f"  warm-up of the {'da' if da else 'managed'} application: {secs:.0f} s")
-                        if not da and size_by == "runs" and ({"static_peak", "static_mean", "prompt"} & set(group)):
+                        if not da and size_by == "runs":
                             sizing = size_statics(spark, a, work, ctl)
                             meta["sizing"] = sizing
                             sz = sizing["sizes"]

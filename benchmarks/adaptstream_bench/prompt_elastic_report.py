@@ -19,7 +19,7 @@ import numpy as np
 from adaptstream_bench.meta import dirty_note
 
 NAME = "prompt_elastic"
-POLICIES = ("prompt", "static_peak", "static_mean", "dynamic_allocation")
+POLICIES = ("prompt", "ds2", "static_peak", "static_mean", "dynamic_allocation")
 ON_TIME_TARGET = 0.95  # share of batches with W <= 1 after the warm-up (issue #9)
 SHARE_OF_PEAK = 0.60  # prompt's executor-seconds / static peak's
 EQUAL_TOLERANCE = 0.05  # "equal or lower" executor-seconds, within this relative margin
@@ -172,9 +172,25 @@ def targets(policies: dict, trigger: float | None = None, workers: int | None = 
                 ),
             }
         )
-    if trigger is not None:
+    if trigger is not None:  # the targets issue #56 added (rules of that issue, beside #9's above)
+        out.append(da_target_56(p, da))
         out.append(step_target(p, trigger, workers))
     return out
+
+
+def da_target_56(p: dict | None, da: dict | None) -> dict:
+    """Issue #56's form of the comparison with dynamic allocation: on-time share >= its, executor-seconds <= its."""
+    rule = "prompt's on-time share >= dynamic_allocation's and prompt's executor-seconds <= dynamic_allocation's"
+    target = "prompt vs Spark dynamic allocation (#56: at least as on time, no more executor-seconds)"
+    if p is None or da is None or p["on_time_share"] is None or da["on_time_share"] is None:
+        return {"target": target, "rule": rule, "measured": "not run", "met": None}
+    return {
+        "target": target,
+        "rule": rule,
+        "measured": f"on time {p['on_time_share']:.1%} vs {da['on_time_share']:.1%}; executor-seconds "
+        f"{p['executor_seconds']:.0f} vs {da['executor_seconds']:.0f}",
+        "met": bool(p["on_time_share"] >= da["on_time_share"] and p["executor_seconds"] <= da["executor_seconds"]),
+    }
 
 
 def _delay_text(d: dict) -> str:
@@ -333,6 +349,9 @@ def markdown(r: dict) -> str:
         "- `prompt`: Alg. 4 (`--elastic prompt`): W = batch time / batch interval, thres 0.9, step 0.1, d = 3, "
         f"grace 3; it sets the next batch's reduce buckets and asks Spark for executors (`requestTotalExecutors` / "
         f"`killExecutor`), between 1 and {c['workers']}; starts at {c['prompt_initial']}.",
+        f"- `ds2`: a DS2-style rate-based controller (`--elastic ds2`, the modern anchor): executors = "
+        "ceil(executors x mean W over 3 batches / 0.8), two batches skipped after each decision, between 1 and "
+        f"{c['workers']}; map tasks and reduce buckets follow the executors; starts at the mean's plan.",
         f"- `static_peak`: {c['static_peak']} executors and reduce buckets throughout (what the peak needs under "
         f"this sizing rule: {c['peak_rule']}).",
         f"- `static_mean`: {c['static_mean']} executors and reduce buckets throughout ({c['mean_rule']}).",

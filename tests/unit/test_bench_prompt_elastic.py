@@ -169,7 +169,7 @@ def test_write_report_json_shape_markdown_and_plots(tmp_path):
     for p in saved["policies"].values():
         assert {"on_time_share", "executor_seconds"} <= set(p)
     # the hand-made runs plan nothing, so the step response has no rise to judge: undecided, never met
-    assert [t["met"] for t in saved["targets"]] == [True, True, None]
+    assert [t["met"] for t in saved["targets"]] == [True, True, True, None]
     assert {"max_executors_planned", "min_executors_planned", "scale_outs", "scale_ins"} <= set(
         saved["policies"]["prompt"]
     )
@@ -268,3 +268,9 @@ def test_the_static_sizes_are_the_smallest_count_that_kept_every_batch_on_time()
     p = plans(4, 0.6, peak=3, mean=2)
     assert (p["static_peak"]["executors"], p["static_mean"]["executors"], p["prompt"]["executors"]) == (3, 2, 2)
     assert "max_executors=4" in p["prompt"]["params"]
+
+
+def test_the_ds2_baseline_plan_builds_its_policy():
+    spec = RunSpec(workload="LR2S", reduce="prompt", elastic="ds2", elastic_params=plans(4, 0.6)["ds2"]["params"])
+    policy = elastic_policy(spec)
+    assert policy.name == "ds2" and policy.plan.as_tuple() == (3, 3, 3)  # the mean's plan: ceil(4 / 1.6)

@@ -99,3 +99,43 @@ def test_static_and_errors():
         build_elasticity("prompt", d="x")
     with pytest.raises(ConfigError, match="batch_interval > 0"):
         BatchStats(1.0, 0.0, 1, 1)
+
+
+# -- the DS2-style rate-based controller (the benchmark's modern anchor) -------------------------------------------
+def test_ds2_scales_in_one_step_to_the_rate_it_measured():
+    p = build_elasticity("ds2", initial_executors=2, max_executors=8, window=3, activation=2)
+    # 2 executors busy 1.6 intervals per interval: 2 x 1.6 / 0.8 = 4 executors, decided after the window
+    assert feed(p, [1.6, 1.6, 1.6]) == [(2, 2, 2), (2, 2, 2), (4, 4, 4)]
+    # the activation period: two batches measured while new executors start are not counted
+    assert feed(p, [3.0, 3.0]) == [(4, 4, 4), (4, 4, 4)]
+    # then 4 executors at W 0.3: 4 x 0.3 / 0.8 = 1.5 -> 2
+    assert feed(p, [0.3, 0.3, 0.3])[-1] == (2, 2, 2)
+    assert [(e["from"], e["to"], e["direction"]) for e in p.decision_log()] == [(2, 4, "out"), (4, 2, "in")]
+
+
+def test_ds2_holds_at_the_target_and_stays_within_bounds():
+    p = build_elasticity("ds2", initial_executors=3, max_executors=4, target_utilization=0.75)
+    assert set(feed(p, [0.7, 0.75, 0.72] * 5)) == {(3, 3, 3)}  # 3 x 0.72 / 0.75 = 2.9 -> 3: no change
+    assert feed(p, [5.0] * 3)[-1] == (4, 4, 4)  # wants 20, capped at max_executors
+    q = build_elasticity("ds2", initial_executors=2, min_executors=2, window=1, activation=0)
+    assert feed(q, [0.01]) == [(2, 2, 2)]  # wants 1, held at min_executors
+    r = build_elasticity("ds2", initial_executors=2, cores_per_executor=2, window=1, activation=0)
+    assert feed(r, [1.2]) == [(6, 6, 3)]  # 2 x 1.2 / 0.8 = 3 executors of 2 cores: 6 tasks
+
+
+def test_ds2_restart_resumes_the_window_and_the_activation_period():
+    p = build_elasticity("ds2", window=3, activation=2)
+    feed(p, [1.6, 1.6, 1.6, 0.5])  # decided (2 -> 4), one activation batch spent
+    q = build_elasticity("ds2", window=3, activation=2)
+    q.load_state_dict(p.state_dict())
+    assert feed(q, [0.2, 0.3, 0.3, 0.3]) == feed(p, [0.2, 0.3, 0.3, 0.3])
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"target_utilization": 0.0}, {"target_utilization": 1.5}, {"window": 0}, {"activation": -1},
+     {"initial_executors": 5, "max_executors": 4}, {"min_executors": 0}],
+)  # fmt: skip
+def test_ds2_refuses_bad_parameters(params):
+    with pytest.raises(ConfigError):
+        build_elasticity("ds2", **params)

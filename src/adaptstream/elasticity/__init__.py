@@ -1,4 +1,5 @@
-"""Elasticity policies (Prompt Sec. 6): `prompt` (Alg. 4 latency-aware auto-scale) and `static`.
+"""Elasticity policies: `prompt` (Prompt Sec. 6, Alg. 4 latency-aware auto-scale), `ds2` (a DS2-style rate-based
+controller, the modern anchor) and `static`.
 Resolve by name with :func:`build_elasticity`."""
 
 from __future__ import annotations
@@ -6,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from adaptstream.elasticity.base import BatchStats, ElasticityPolicy, ExecutionPlan
+from adaptstream.elasticity.ds2 import DS2Config
 from adaptstream.elasticity.prompt import PromptElasticityConfig
 from adaptstream.elasticity.static import StaticConfig
 from adaptstream.policy import build_from_registry
@@ -14,6 +16,7 @@ from adaptstream.registry import Registry
 ELASTICITY: Registry[Any] = Registry("elasticity policy")
 ELASTICITY.register("prompt")(PromptElasticityConfig)
 ELASTICITY.register("static")(StaticConfig)
+ELASTICITY.register("ds2")(DS2Config)
 
 
 def build_elasticity(name: str, **params: Any) -> ElasticityPolicy:

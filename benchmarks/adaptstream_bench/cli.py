@@ -14,6 +14,7 @@ from adaptstream_bench.prompt_elastic import prompt_elastic_command
 from adaptstream_bench.prompt_processing import prompt_processing_command
 from adaptstream_bench.redis import redis_command
 from adaptstream_bench.reduce_allocation import reduce_allocation_command
+from adaptstream_bench.reduce_cluster import reduce_cluster_command
 from adaptstream_bench.source import source_command
 
 app = typer.Typer(no_args_is_help=True, help="Benchmarks that compare our policies with Spark's own behaviour.")
@@ -27,6 +28,7 @@ app.command("reduce-allocation")(reduce_allocation_command)
 app.command("prompt-elastic")(prompt_elastic_command)
 app.command("mapdevice")(mapdevice_command)
 app.command("cluster-calibration")(cluster_calibration_command)
+app.command("reduce-cluster")(reduce_cluster_command)
 
 
 def register(root: typer.Typer, groups: dict[str, typer.Typer]) -> None:

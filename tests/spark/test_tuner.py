@@ -140,6 +140,34 @@ def test_the_scheduler_state_survives_a_restart_of_the_application(spark, tmp_pa
     assert resumed.batches > klink_state["state"]["queries"][source]["batches"]
 
 
+@pytest.mark.slow
+def test_kill_9_of_the_driver_inside_a_batch_resumes_outputs_and_scheduler_state(spark, tmp_path):
+    """SIGKILL of a tuned application after a batch reached its sink but before Spark committed it: the restart
+    from the same checkpoint and state path restores the scheduler's saved state before any query registers, and
+    the output equals batch SQL (the replayed batch overwrites its batch id: nothing lost, nothing twice)."""
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(5):
+        (src / f"{i}.csv").write_text("".join(f"k{(i * 7 + j) % 5},{i * 100 + j}\n" for j in range(20)))
+    out, ck, state = tmp_path / "out", tmp_path / "ck", tmp_path / "state"
+    here = pathlib.Path(__file__).resolve()
+    env = {**os.environ, "PYTHONPATH": str(here.parents[2] / "src"), "SPARK_LOCAL_IP": "127.0.0.1"}
+    driver = [sys.executable, str(here.with_name("tuner_driver.py")), str(src), str(out), str(ck), str(state)]
+    killed = subprocess.run([*driver, "3"], env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    assert not (ck / "commits" / "3").exists()  # batch 3 reached the sink, Spark did not commit it
+    saved = json.loads((state / "tuner-policies.json").read_text())
+    klink = saved["policies"]["scheduler"]
+    assert klink["policy"] == "klink" and klink["state"]["queries"]  # learned before the kill
+    finished = subprocess.run(driver, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    restored = json.loads(next(x for x in finished.stdout.splitlines() if x.startswith("RESTORED "))[9:])
+    assert restored == {"offset": saved["offset"], "scheduler": klink}
+    got = _rows(spark.read.parquet(str(out)).select("k", "v"))
+    assert got == _rows(spark.read.schema("k STRING, v INT").csv(str(src)))
+    assert len(got) == 100
+
+
 # -- adaptstream submit: the same application, unmodified --------------------------------------------------
 def _submit(*args: str, timeout: float = 400) -> subprocess.CompletedProcess:
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "COLUMNS": "200"}

@@ -46,7 +46,8 @@ def one_drain(spark, cluster: LocalCluster, a: dict, data: Path, work: Path) -> 
     from adaptstream_bench.source import drain
 
     before, load = cluster.usage(), os.getloadavg()[0]
-    r = drain(spark, "adaptstream", a["query"], str(data), work, {"maxFilesPerTrigger": str(a["files"])})
+    one_batch = {"maxFilesPerTrigger": str(a["files"]), "numBlocks": str(a["files"])}  # a task per file
+    r = drain(spark, "adaptstream", a["query"], str(data), work, one_batch)
     out = {"wall_s": r["wall_s"], "rows": r["rows"], "rows_per_s": r["rows_per_s"], "batches": r["batches"]}
     out.update(_usage_delta(before, cluster.usage()), load1_before=load)
     shutil.rmtree(work, ignore_errors=True)  # checkpoints and metrics of a drain are not needed after it

@@ -423,12 +423,13 @@ def checks(r: dict) -> list[str]:
     if peak is not None and peak["on_time_share"] is not None:
         ok = peak["on_time_share"] >= ON_TIME_TARGET
         out.append(
-            f"Sizing check: static_peak kept {peak['on_time_share']:.1%} of its batches on time, so every worker's "
+            f"Sizing check: static_peak kept {peak['on_time_share']:.1%} of its batches on time with "
+            f"{r['meta']['config']['static_peak']} executor(s): "
             + (
-                "executor did serve the peak."
+                "they did serve the peak."
                 if ok
-                else "executor did not serve the peak on this machine: the premise that the peak needs exactly "
-                "all workers does not hold here, and the targets measure an overloaded set-up."
+                else "they did not serve the peak on this machine (the sizing premise does not hold here), so the "
+                "targets measure an overloaded set-up."
             )
         )
     med = {

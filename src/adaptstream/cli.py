@@ -463,10 +463,10 @@ def demo(
 
 
 def _given(ctx: typer.Context, name: str) -> bool:
-    """True when the option was on the command line (not its default)."""
-    import click
-
-    return ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+    """True when the option was on the command line (not its default). By the enum's name: typer vendors its own
+    click, so ``click`` itself need not be installed."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"
 
 
 def _run_sql(spec, run_dir: str | None, master: str) -> None:

@@ -70,3 +70,31 @@ def test_a_broken_add_on_leaves_the_core_commands_working() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "prompt" in done.stdout
     assert "add-on commands 'bench' not loaded: ImportError: adaptstream_bench is half installed" in done.stderr
+
+
+#: the import name of every package pyproject.toml declares (dependencies and extras) or the harness needs
+DECLARED = {"pyspark", "pyarrow", "numpy", "pandas", "rich", "typer", "matplotlib", "numba", "redis",
+            "torch", "lightgbm", "cupy", "adaptstream", "adaptstream_bench"}  # fmt: skip
+
+
+def test_every_import_of_the_package_and_the_harness_is_a_declared_dependency() -> None:
+    """A package that only happens to be installed here (click: typer vendors its own; cloudpickle: pyspark has
+    one) passes every test on this machine and fails on a fresh one; the import graph must name only what
+    pyproject.toml declares."""
+    import ast
+
+    undeclared = []
+    for tree in ("src/adaptstream", "benchmarks/adaptstream_bench"):
+        for p in (ROOT / tree).rglob("*.py"):
+            for node in ast.walk(ast.parse(p.read_text())):
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                else:
+                    continue
+                top = {n.split(".")[0] for n in names} - set(sys.stdlib_module_names) - DECLARED
+                undeclared += [f"{p.relative_to(ROOT)}: {t}" for t in sorted(top)]
+    assert undeclared == []
+    text = (ROOT / "pyproject.toml").read_text()
+    assert all(re.search(rf'"{name}\b', text) for name in ("pyspark", "pyarrow", "typer", "redis", "lightgbm"))

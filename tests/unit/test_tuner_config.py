@@ -14,7 +14,7 @@ from adaptstream.tuner import QueryRecord, TunerConfig, _merge
 
 
 def test_the_tuned_source_carries_its_defaults_by_value_and_its_own_options_win(tmp_path):
-    import cloudpickle
+    from pyspark import cloudpickle  # Spark's own copy: what ships the class to the source's process
 
     from adaptstream.spark.datasource import AdaptstreamDataSource, register
     from adaptstream.spark.options import SourceOptions

@@ -139,11 +139,16 @@ def run_one(spark, policy: str, pattern: str, a: dict, work: Path, ctl, plan: di
         elastic_params=plan["params"],
         finish_timeout=a["finish_timeout"],
     )
-    if ctl is not None:  # every managed run starts from its own plan's executors
-        ctl.scale_to(plan["executors"])
-        ctl.wait_for(plan["executors"], timeout=120)
+    rewarm = 0.0
+    if ctl is not None:  # every managed run starts from its own plan's executors, warm
+        added = ctl.scale_to(plan["executors"])["requested"]
+        ctl.wait_for(plan["executors"], timeout=180)
+        if added and a.get("rewarm", 0) > 0:  # executors started for this run: warm them, unrecorded
+            rewarm = warm_up(spark, {**a, "app_warmup": a["rewarm"]}, work, None)
     run_dir = work / f"{pattern}-{policy}"
     out: dict = {"policy": policy, "pattern": pattern, "spec": {"elastic": spec.elastic, "params": plan["params"]}}
+    if rewarm:
+        out["rewarm_s"] = rewarm
     try:
         res = run_workload(
             spark,
@@ -212,7 +217,10 @@ def sizing_text(pl: dict, workers: int, amplitude: float, sizing: dict | None) -
             "mean_rule": f"the mean rate needs 1 / (1 + amplitude) of the peak's executors, rounded up: "
             f"ceil({workers} / {1 + amplitude:g}) = {pl['static_mean']['executors']}",
         }
-    rule = "the smallest executor count whose constant-rate sizing run at the {} rate kept every counted batch on time"
+    rule = (
+        "the smallest executor count whose constant-rate sizing run at the {} rate kept every counted batch on time, "
+        "in a sweep down from the largest count that stops at the first late batch"
+    )
     sz = sizing["sizes"]
     for label in ("peak", "mean"):
         got = sz.get(label)
@@ -223,17 +231,18 @@ def sizing_text(pl: dict, workers: int, amplitude: float, sizing: dict | None) -
 
 
 def size_statics(spark, a: dict, work: Path, ctl) -> dict:
-    """The sizing runs behind the static baselines (the rule the report states): a constant-rate run of
-    ``size_duration`` s at the mean rate, then at the peak rate, with k static executors for k = 1, 2, ... until one
-    keeps every counted batch on time (W <= 1); the peak starts from the mean's size (more load never needs fewer
-    executors). A rate no count serves gets every worker, and the report says so."""
+    """The sizing runs behind the static baselines (the rule the report states): constant-rate runs of
+    ``size_duration`` s, first at the peak rate from every worker's executor down, then at the mean rate from the
+    peak's size down, each sweep stopping at the first count that let a counted batch run late (W > 1); a rate's
+    size is the smallest count before that. Executors are only removed during the sweeps, so none starts cold in a
+    sizing run. A rate no count serves gets every worker, and the report says so."""
     sizes: dict[str, int | None] = {}
     trials: list[dict] = []
-    start = 1
-    for label, rate in (("mean", a["rate"]), ("peak", round(a["rate"] * (1 + a["amplitude"])))):
+    start = a["workers"]
+    for label, rate in (("peak", round(a["rate"] * (1 + a["amplitude"]))), ("mean", a["rate"])):
         shares: dict[int, float | None] = {}
-        for k in range(start, a["workers"] + 1):
-            b_cfg = {**a, "rate": rate, "duration": a["size_duration"], "warmup": a["size_warmup"]}
+        for k in range(start, 0, -1):
+            b_cfg = {**a, "rate": rate, "duration": a["size_duration"], "warmup": a["size_warmup"], "rewarm": 0}
             plan = {"executors": k, "params": static_params(k)}
             run = run_one(spark, f"size_{label}_{k}", "constant", b_cfg, work, ctl, plan)
             f = run_figures(run)
@@ -245,7 +254,7 @@ def size_statics(spark, a: dict, work: Path, ctl) -> dict:
             trials.append(trial)
             share = "failed" if shares[k] is None else f"{shares[k]:.0%}"
             typer.echo(f"  sizing {label} ({rate:,} rows/s), {k} executor(s): on time {share}, W max {f['w_max']}")
-            if smallest_on_time(shares) is not None:
+            if shares[k] is None or shares[k] < 1.0:
                 break
         sizes[label] = smallest_on_time(shares)
         start = sizes[label] or a["workers"]
@@ -253,9 +262,10 @@ def size_statics(spark, a: dict, work: Path, ctl) -> dict:
 
 
 def warm_up(spark, a: dict, work: Path, ctl) -> float:
-    """An unrecorded constant-rate run on every worker's executor before an application's first measured run:
-    its first batches start Python workers and compile Alg. 3 on each executor (seconds each), a cost that would
-    otherwise land on whichever policy runs first. Returns its wall seconds."""
+    """An unrecorded constant-rate run on every worker's executor before an application's first measured run
+    (``ctl`` given: it asks for every worker first) or on the executors a run starts with (``ctl`` None): its first
+    batches start Python workers and compile Alg. 3 on each executor (seconds each, longer under a CPU cap), a cost
+    that would otherwise land on whichever policy runs first. Returns its wall seconds."""
     from adaptstream.runner import RunSpec, run_workload
 
     t0 = time.time()
@@ -369,6 +379,7 @@ def prompt_elastic_command(
         "seed": seed,
         "finish_timeout": 120.0,
         "app_warmup": app_warmup,
+        "rewarm": app_warmup,
         "load_sample_s": 5.0,
         "patterns": pats,
         "policies": pols,
@@ -402,6 +413,9 @@ def prompt_elastic_command(
                 else "No unrecorded warm-up run per Spark application (--app-warmup 0): the first run of each "
                 "application starts its Python workers and compiles Alg. 3 on every executor."
             ),
+            "A run whose plan needs executors that are not alive (the sizing runs and other runs remove them) first "
+            f"warms the new ones with an unrecorded {app_warmup:g}-s constant-rate run; executors a policy adds "
+            "during a run start cold.",
             "W counts the batch's own Spark jobs (pane executor: reference pass, map/reduce job, window emit); "
             "time between batches (the source's planning) is not in W. Dataset latency (arrival to the end of "
             "its batch) is reported beside it.",

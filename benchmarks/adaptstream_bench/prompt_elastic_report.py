@@ -254,9 +254,11 @@ def _sizing_lines(r: dict) -> list[str]:
         "",
         "## Sizing runs (the static baselines' rule)",
         "",
-        "Constant-rate runs before the measured ones, in the same application: at the mean rate, then at the peak "
-        "rate, k static executors for k = 1, 2, ... until one kept every counted batch on time (W <= 1). Chosen: "
-        f"mean {sz['sizes'].get('mean')}, peak {sz['sizes'].get('peak')} (None: no count did).",
+        "Constant-rate runs before the measured ones, in the same application: at the peak rate with k static "
+        "executors from every worker's down, then at the mean rate from the peak's size down, each sweep stopping at "
+        "the first count that let a counted batch run late (W > 1); the size is the smallest count before it "
+        "(executors only removed, so none started cold in a sizing run). Chosen: "
+        f"peak {sz['sizes'].get('peak')}, mean {sz['sizes'].get('mean')} (None: no count did; every worker then).",
         "",
         "| rate | rows/s | executors | on time | batches | median W | max W |",
         "|---|---|---|---|---|---|---|",

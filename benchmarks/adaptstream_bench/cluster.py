@@ -9,6 +9,7 @@ the script's per-worker CPU accounting."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -111,3 +112,25 @@ class LocalCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def executor_conf(memory: str = "512m") -> dict[str, str]:
+    """Single-core executors whose Python workers import the adaptstream this process runs (a source checkout need
+    not be installed where the workers look)."""
+    import adaptstream
+
+    pkg_parent = str(Path(adaptstream.__file__).resolve().parents[1])
+    return {
+        "spark.executor.memory": memory,
+        "spark.executor.cores": "1",
+        "spark.executorEnv.PYTHONPATH": os.pathsep.join(x for x in (pkg_parent, os.environ.get("PYTHONPATH")) if x),
+    }
+
+
+def _exit_on_term(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def stop_on_sigterm() -> None:
+    """A benchmark killed with SIGTERM unwinds (its finally blocks stop the cluster) instead of dying on the spot."""
+    signal.signal(signal.SIGTERM, _exit_on_term)

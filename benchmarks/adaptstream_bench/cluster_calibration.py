@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import tempfile
 import time
 from pathlib import Path
@@ -26,13 +25,9 @@ from typing import Annotated, Any
 
 import typer
 
-from adaptstream_bench.cluster import LocalCluster, WorkerUsage
+from adaptstream_bench.cluster import LocalCluster, WorkerUsage, executor_conf, stop_on_sigterm
 
 QUERIES = ("filter", "window")
-
-
-def _exit_on_term(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
 
 
 def _usage_delta(before: dict[str, WorkerUsage], after: dict[str, WorkerUsage]) -> dict[str, float]:
@@ -111,7 +106,7 @@ def cluster_calibration_command(
         msg = f"--files ({files}) must be at least --workers ({workers}): one task per file, every executor busy"
         raise ConfigError(msg)
     target = report_dir("bench-cluster-calibration", out, update_docs, report="cluster_calibration.json")
-    signal.signal(signal.SIGTERM, _exit_on_term)  # a killed run still stops its cluster (finally blocks run)
+    stop_on_sigterm()
     a: dict[str, Any] = {
         "workers": workers,
         "cpu_pct": cpu,
@@ -129,14 +124,7 @@ def cluster_calibration_command(
     typer.echo(f"bench cluster-calibration: {a['rows']:,} Linear Road rows in {files} files; {workers} workers at "
                f"{cpu:g} % of a core")  # fmt: skip
     make_data(work / "data", rows, files)
-    import adaptstream
-
-    pkg_parent = str(Path(adaptstream.__file__).resolve().parents[1])  # executors import this adaptstream
-    conf = {
-        "spark.executor.memory": executor_memory,
-        "spark.executor.cores": "1",
-        "spark.executorEnv.PYTHONPATH": os.pathsep.join(x for x in (pkg_parent, os.environ.get("PYTHONPATH")) if x),
-    }
+    conf = executor_conf(executor_memory)
     try:
         cluster = LocalCluster(workers, work / "cluster", port, cpu=cpu, mem=mem)
         with cluster as url:

@@ -15,9 +15,7 @@ from its JSON.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
@@ -26,16 +24,12 @@ from typing import Annotated, Any
 
 import typer
 
-from adaptstream_bench.cluster import LocalCluster
+from adaptstream_bench.cluster import LocalCluster, executor_conf, stop_on_sigterm
 from adaptstream_bench.meta import describe, finish_meta, start_meta, targets_table
 
 NAME = "reduce_cluster"
 LIMIT = 0.8  # split's median batch time / hashing's, per round (issue #53)
 ALLOCATORS = ("hash", "split")
-
-
-def _exit_on_term(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
 
 
 def round_ratio(rnd: dict, key: str = "batch_s") -> float | None:
@@ -137,21 +131,13 @@ def reduce_cluster_command(
     from adaptstream_bench.reduce_allocation import run_pane
 
     target = report_dir("bench-reduce-cluster", out, update_docs, report=f"{NAME}.json")
-    signal.signal(signal.SIGTERM, _exit_on_term)
+    stop_on_sigterm()
     c: dict[str, Any] = {"workers": workers, "cpu_pct": cpu, "mem_mb": mem, "z": z, "keys": keys,
                          "buckets": buckets, "rows": rows, "map_tasks": map_tasks, "batches": batches,
                          "repeats": repeats}  # fmt: skip
     meta = {**start_meta("bench", "reduce-cluster"), "config": c}
     work = Path(tempfile.mkdtemp(prefix="adaptstream-bench-reduce-cluster-"))
-    import adaptstream
-
-    pkg_parent = str(Path(adaptstream.__file__).resolve().parents[1])  # executors import this adaptstream
-    conf = {
-        "spark.executor.memory": "512m",
-        "spark.executor.cores": "1",
-        "spark.sql.adaptive.enabled": "false",  # R reduce tasks, as planned
-        "spark.executorEnv.PYTHONPATH": os.pathsep.join(x for x in (pkg_parent, os.environ.get("PYTHONPATH")) if x),
-    }
+    conf = {**executor_conf("512m"), "spark.sql.adaptive.enabled": "false"}  # R reduce tasks, as planned
     a = {"rows": rows, "batches": batches, "map_tasks": map_tasks, "seed": 7}
     rounds: list[dict] = []
     try:

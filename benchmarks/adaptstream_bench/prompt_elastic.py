@@ -18,7 +18,6 @@ import json
 import math
 import os
 import shutil
-import signal
 import tempfile
 import threading
 import time
@@ -27,7 +26,7 @@ from typing import Annotated, Any
 
 import typer
 
-from adaptstream_bench.cluster import LocalCluster
+from adaptstream_bench.cluster import LocalCluster, executor_conf, stop_on_sigterm
 from adaptstream_bench.prompt_elastic_report import POLICIES, run_figures, write_report
 
 PATTERNS = ("sinusoidal", "step")
@@ -57,10 +56,6 @@ class LoadSampler:
 
     def mean(self) -> float | None:
         return sum(x for _, x in self.samples) / len(self.samples) if self.samples else None
-
-
-def _exit_on_term(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -338,7 +333,7 @@ def prompt_elastic_command(
     from adaptstream_bench.meta import start_meta
 
     target = report_dir("bench-prompt-elastic", out, update_docs, report="prompt_elastic.json")
-    signal.signal(signal.SIGTERM, _exit_on_term)  # a killed run still stops its cluster (finally blocks run)
+    stop_on_sigterm()
     pats = [p.strip().lower() for p in patterns.split(",") if p.strip()]
     pols = [p.strip().lower() for p in policies.split(",") if p.strip()]
     for p in pats:
@@ -422,14 +417,7 @@ def prompt_elastic_command(
         ],
     }
     work = Path(tempfile.mkdtemp(prefix="adaptstream-bench-elastic-"))
-    import adaptstream
-
-    pkg_parent = str(Path(adaptstream.__file__).resolve().parents[1])  # executors import this adaptstream
-    base_conf = {
-        "spark.executor.memory": executor_memory,
-        "spark.executor.cores": "1",
-        "spark.executorEnv.PYTHONPATH": os.pathsep.join(x for x in (pkg_parent, os.environ.get("PYTHONPATH")) if x),
-    }
+    base_conf = executor_conf(executor_memory)
     runs: list[dict] = []
     t_start = time.time()
     try:

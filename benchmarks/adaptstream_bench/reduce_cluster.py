@@ -25,7 +25,7 @@ from typing import Annotated, Any
 import typer
 
 from adaptstream_bench.cluster import LocalCluster, executor_conf, stop_on_sigterm
-from adaptstream_bench.meta import describe, finish_meta, start_meta, targets_table
+from adaptstream_bench.meta import describe, finish_meta, sample_load, start_meta, targets_table
 
 NAME = "reduce_cluster"
 LIMIT = 0.8  # split's median batch time / hashing's, per round (issue #53)
@@ -156,6 +156,7 @@ def reduce_cluster_command(
                     for alloc in ALLOCATORS if i % 2 == 0 else tuple(reversed(ALLOCATORS)):
                         rnd[alloc] = run_pane(spark, z, keys, buckets, alloc, a, work / f"r{i}-{alloc}")
                     rounds.append(rnd)
+                    sample_load(meta)
                     ratio = round_ratio(rnd)
                     shown = "n/a" if ratio is None else f"{ratio:.2f}"
                     typer.echo(

@@ -241,15 +241,16 @@ def size_statics(spark, a: dict, work: Path, ctl) -> dict:
             plan = {"executors": k, "params": static_params(k)}
             run = run_one(spark, f"size_{label}_{k}", "constant", b_cfg, work, ctl, plan)
             f = run_figures(run)
-            shares[k] = None if "error" in run else f["on_time_share"]
-            trial = {"rate_label": label, "rate": rate, "executors": k, "on_time_share": shares[k]}
+            got: float | None = None if "error" in run else f["on_time_share"]
+            shares[k] = got
+            trial = {"rate_label": label, "rate": rate, "executors": k, "on_time_share": got}
             trial.update(batches=f["batches"], w_median=f["w_median"], w_max=f["w_max"])
             if "error" in run:
                 trial["error"] = run["error"]
             trials.append(trial)
-            share = "failed" if shares[k] is None else f"{shares[k]:.0%}"
+            share = "failed" if got is None else f"{got:.0%}"
             typer.echo(f"  sizing {label} ({rate:,} rows/s), {k} executor(s): on time {share}, W max {f['w_max']}")
-            if shares[k] is None or shares[k] < 1.0:
+            if got is None or got < 1.0:
                 break
         sizes[label] = smallest_on_time(shares)
         start = sizes[label] or a["workers"]

@@ -1,4 +1,4 @@
-"""Partitioning benchmark 'blocks' (see adaptstream.partitioning.bench).
+"""Partitioning benchmark 'blocks' (see adaptstream_bench.partitioning).
 Same as `adaptstream partitioning bench blocks`.
 
 Run from the repository root: `python benchmarks/partitioning_blocks.py [--help]`.
@@ -6,7 +6,7 @@ Run from the repository root: `python benchmarks/partitioning_blocks.py [--help]
 
 import typer
 
-from adaptstream.partitioning.cli import blocks_command
+from adaptstream_bench.partitioning_cli import blocks_command
 
 if __name__ == "__main__":
     typer.run(blocks_command)

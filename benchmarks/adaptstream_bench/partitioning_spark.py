@@ -147,6 +147,8 @@ def bench_blocks(
                         "blocks": p,
                         "partitioner": n,
                         "spark_s": spark_s,
+                        "spark_s_min": min(r["spark_s"] for r in res),
+                        "spark_s_max": max(r["spark_s"] for r in res),
                         "rows/s": rows / spark_s,
                         "assign_ms": 1e3 * float(np.median([r["assign_s"] for r in res])),
                         "Gamma/N": res[0]["gamma_ratio"],

@@ -146,6 +146,8 @@ def _plot(r: dict, path: Path) -> None:
 
 def write_report(r: dict, target: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
+    # the verdicts travel in the JSON too, computed from its figures (rebuilding recomputes the same list)
+    r = {**r, "targets": [{"target": t, "rule": rule, "measured": m, "met": ok} for t, rule, m, ok in targets(r)]}
     (target / "source.json").write_text(json.dumps(r, indent=1, default=float) + "\n")
     _plot(r, target / "source.png")
     m = r["meta"]

@@ -37,50 +37,73 @@ def _rate_data(prompt: float, time_: float, hash_: float) -> dict:
 
 
 @pytest.mark.parametrize(
-    ("prompt", "time_", "hash_", "verdict"),
-    [(400.0, 100.0, 300.0, "met"), (400.0, 100.0, 350.0, "missed"), (150.0, 100.0, 100.0, "missed")],
+    ("prompt", "time_", "hash_", "vs_time", "vs_best"),
+    [
+        (800.0, 100.0, 300.0, True, True),  # 8x, 2.67x: clear of the x1.33 resolution
+        (400.0, 100.0, 300.0, True, None),  # 1.33x the best other: inside the resolution of 1.3
+        (300.0, 100.0, 400.0, True, False),  # 0.75x: missed even at the far end
+        (120.0, 100.0, 100.0, False, None),
+    ],
 )
-def test_rate_rule(prompt, time_, hash_, verdict):
-    import pandas as pd
-
-    (t,) = rate_targets(pd.DataFrame(_rate_data(prompt, time_, hash_)["max"]))
-    assert t["verdict"] == verdict
-    assert t["vs_time"] == pytest.approx(prompt / time_)
-    assert t["vs_best"] == pytest.approx(prompt / max(time_, hash_))
+def test_rate_rule_judges_each_ratio_within_the_bisections_resolution(prompt, time_, hash_, vs_time, vs_best):
+    t_time, t_best = rate_targets(_rate_data(prompt, time_, hash_))
+    assert (t_time["met"], t_best["met"]) == (vs_time, vs_best)
+    assert t_time["value"] == pytest.approx(prompt / time_) and t_time["threshold"] == 2.0
+    assert t_best["value"] == pytest.approx(prompt / max(time_, hash_)) and t_best["threshold"] == 1.3
+    assert "x1.33" in t_best["rule"]
 
 
 def test_rate_rule_unsustainable_is_not_judged():
-    import pandas as pd
+    targets = rate_targets(_rate_data(0.0, 100.0, 300.0))
+    assert [t["met"] for t in targets] == [None, None]
+    assert all(t["value"] is None and "lowest probe" in t["measured"] for t in targets)
 
-    (t,) = rate_targets(pd.DataFrame(_rate_data(0.0, 100.0, 300.0)["max"]))
-    assert t["verdict"] == "n/a"
 
-
-def test_blocks_rule():
-    import pandas as pd
-
-    recs = [
-        {"workload": "tpch-q3", "blocks": 2, "partitioner": p, "rows/s": v}
-        for p, v in {"hash": 100.0, "cam": 140.0, "am": 120.0, "pk2": 40.0, "pk5": 46.0}.items()
-    ] + [
-        {"workload": "tpch-q3", "blocks": 4, "partitioner": p, "rows/s": v}
-        for p, v in {"hash": 100.0, "cam": 140.0, "am": 120.0, "pk2": 50.0, "pk5": 10.0}.items()
+def _blocks(p: int, rates: dict[str, float], spread: float = 0.0) -> list[dict]:
+    return [
+        {"workload": "tpch-q3", "blocks": p, "partitioner": n, "rows/s": v, "spark_s": 1 / v}
+        | ({"spark_s_min": (1 - spread) / v, "spark_s_max": (1 + spread) / v} if spread else {})
+        for n, v in rates.items()
     ]
-    by_blocks = {t["blocks"]: t for t in blocks_targets(pd.DataFrame(recs))}
-    assert by_blocks[2]["verdict"] == "met"  # 1.4x hash, 140/46 = 3.04x PK
-    assert by_blocks[4]["verdict"] == "missed"  # 140/50 = 2.8x PK
-    assert by_blocks[4]["vs_pk"] == pytest.approx(2.8)
+
+
+def test_blocks_rule_with_and_without_the_repeats_range():
+    recs = _blocks(2, {"hash": 100.0, "cam": 140.0, "am": 120.0, "pk2": 40.0, "pk5": 46.0})
+    recs += _blocks(4, {"hash": 100.0, "cam": 140.0, "am": 120.0, "pk2": 50.0, "pk5": 10.0})
+    recs += _blocks(8, {"hash": 100.0, "cam": 140.0, "pk2": 40.0}, spread=0.1)
+    got = {t["target"]: t for t in blocks_targets({"records": recs})}
+    assert got["2 blocks: best AM/cAM vs hash"]["met"] is True  # 1.4x
+    assert got["2 blocks: best AM/cAM vs pk5"]["met"] is True  # 140/46 = 3.04x
+    assert got["4 blocks: best AM/cAM vs pk2"]["met"] is False  # 2.8x
+    assert got["4 blocks: best AM/cAM vs pk2"]["value"] == pytest.approx(2.8)
+    # +-10 % per repeat: 1.4x hash spans 1.15-1.71 and 3.5x PK 2.86-4.28, both straddle their thresholds
+    assert got["8 blocks: best AM/cAM vs hash"]["met"] is None
+    assert got["8 blocks: best AM/cAM vs pk2"]["met"] is None
+
+
+def test_cost_rule_is_undecided_near_its_limit():
+    from adaptstream_bench.partitioning import cost_targets
+
+    def verdict(us: float) -> bool | None:
+        (t,) = cost_targets({"records": [{"blocks": 8, "partitioner": "hash", "us/tuple": us, "memory MB": 0.0}]})
+        return t["met"]
+
+    assert (verdict(0.7), verdict(1.9), verdict(2.1), verdict(3.0)) == (True, None, None, False)
 
 
 def test_report_is_rendered_from_json_only(tmp_path):
     path = tmp_path / f"{stem('rate', 'spark://127.0.0.1:7077')}.json"
     assert path.name == "partitioning_rate_cluster.json"
-    path.write_text(json.dumps(_rate_data(400.0, 100.0, 300.0)))
+    data = _rate_data(400.0, 100.0, 300.0)
+    path.write_text(json.dumps({**data, "targets": rate_targets(data)}))
     md = render(path)
     text = md.read_text()
     assert md.name == "partitioning_rate_cluster.md"
     assert (tmp_path / "partitioning_rate_cluster.png").stat().st_size > 0
-    assert "prompt/time = 4.00, prompt/best other = 1.33: **met**" in text
+    assert "| interval 2 s, z=1: prompt vs time | prompt's rate >= 2x time's" in text
+    assert "| 4.00x | **met** |" in text and "| 1.33x | **undecided** |" in text
+    path.write_text(json.dumps(data))  # recorded before verdicts were data: nothing judged at render time
+    assert "No targets recorded" in render(path).read_text()
     assert "load average" in text and "git " in text and "local[2]" in text
 
 
@@ -90,5 +113,8 @@ def test_pure_benchmarks_record_their_run_and_rerender_identically(tmp_path):
     for md in (bench_metrics(rows=2000, num_blocks=4, out_dir=tmp_path), bench_cost(2000, [4], out_dir=tmp_path)):
         data = json.loads(md.with_suffix(".json").read_text())
         assert data["meta"]["git"] and "load_after" in data["meta"] and data["records"]
+        assert data["targets"] and all(
+            {"target", "rule", "value", "threshold", "met"} <= t.keys() for t in data["targets"]
+        )
         first = md.read_text()
         assert render(md.with_suffix(".json")).read_text() == first

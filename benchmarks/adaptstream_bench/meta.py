@@ -47,14 +47,29 @@ def git_revision() -> str:
         return "unknown"
 
 
+#: what benchmarks write (reports, and the files --update-docs replaces): changes there do not change the code a run
+#: ran, so a queue of benchmarks from one clean commit stays clean after the first one rewrote its report
+OUTPUTS = "docs/results"
+
+
 def git_dirty() -> bool | None:
-    """Whether tracked files differ from the revision (None: not a git checkout). A copy of the tree run elsewhere
-    passes it in ``ADAPTSTREAM_GIT_DIRTY`` (1 or 0)."""
+    """Whether tracked files outside :data:`OUTPUTS` differ from the revision (None: not a git checkout). A copy of
+    the tree run elsewhere passes it in ``ADAPTSTREAM_GIT_DIRTY`` (1 or 0)."""
     if os.environ.get("ADAPTSTREAM_GIT_DIRTY") in ("0", "1"):
         return os.environ["ADAPTSTREAM_GIT_DIRTY"] == "1"
     try:
         out = subprocess.run(
-            ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+            [
+                "git",
+                "-C",
+                str(ROOT),
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                f":(exclude){OUTPUTS}",
+            ],
             capture_output=True,
             text=True,
             check=True,

@@ -26,19 +26,34 @@ def resolution(cfg: dict[str, Any]) -> float:
     return float((cfg["hi"] / cfg["lo"]) ** (1 / 2 ** cfg["steps"]))
 
 
-def _ratio_verdict(ratio: float, threshold: float, spread: float) -> bool | None:
-    """Met / missed when the ratio clears its threshold even at the far end of its spread factor, else undecided."""
-    if ratio / spread >= threshold:
+def _capped(data: dict[str, Any]) -> set[tuple[float, float, str]]:
+    """(interval, z, partitioner) whose every probe was sustainable: its rate is only a lower bound (the search
+    range ended below its true maximum)."""
+    probes = pd.DataFrame(data.get("probes") or [])
+    if probes.empty:
+        return set()
+    ok = probes.groupby(["interval_s", "z", "partitioner"])["sustainable"].all()
+    return {(float(i), float(z), str(n)) for (i, z, n), v in ok.items() if v}
+
+
+def _ratio_verdict(ratio: float, threshold: float, spread: float, num_open: bool, den_open: bool) -> bool | None:
+    """Met when the ratio clears its threshold at the low end of what the bisection allows (each rate known within
+    a factor ``spread``; a rate whose probes all passed has no upper end), missed when even the high end stays
+    below it, else undecided."""
+    low = 0.0 if den_open else ratio / spread
+    high = float("inf") if num_open else ratio * spread
+    if low >= threshold:
         return True
-    if ratio * spread < threshold:
+    if high < threshold:
         return False
     return None
 
 
 def rate_targets(data: dict[str, Any]) -> list[dict[str, Any]]:
     """Issue #3's rule per skewed configuration (z >= 1): prompt >= 2x time and >= 1.3x the best other. Each rate
-    is resolved to a factor r, so a ratio of two is known within a factor r either way: inside that, undecided."""
-    df, r = pd.DataFrame(data["max"]), resolution(data["config"])
+    is resolved to a factor r, so a ratio of two is known within a factor r either way (and without an upper end
+    where a rate's every probe passed): inside that, undecided."""
+    df, r, capped = pd.DataFrame(data["max"]), resolution(data["config"]), _capped(data)
     out: list[dict[str, Any]] = []
     if df.empty:
         return out
@@ -51,16 +66,20 @@ def rate_targets(data: dict[str, Any]) -> list[dict[str, Any]]:
         for ref, threshold in (("time", 2.0), (best_name, 1.3)):
             label = "time" if ref == "time" else "the best other"
             rule = f"prompt's rate >= {threshold:g}x {label}'s; undecided within the bisection's x{r:.2f}"
+            name = f"{where}: prompt vs {ref}" + ("" if ref == "time" else " (best other)")
             if min(float(rates[ref]), float(rates["prompt"])) <= 0:
-                out.append(
-                    target(
-                        f"{where}: prompt vs {ref}", rule, None, threshold, None, "not sustainable at the lowest probe"
-                    )
-                )
+                out.append(target(name, rule, None, threshold, None, "not sustainable at the lowest probe"))
                 continue
             ratio = float(rates["prompt"] / rates[ref])
-            met = _ratio_verdict(ratio, threshold, r)
-            out.append(target(f"{where}: prompt vs {ref}", rule, ratio, threshold, met, f"{ratio:.2f}x"))
+            open_ = [(float(interval), float(z), n) in capped for n in ("prompt", ref)]
+            met = _ratio_verdict(ratio, threshold, r, *open_)
+            note = [
+                f"{n}'s rate a lower bound (every probe sustainable)"
+                for n, o in zip(("prompt", ref), open_, strict=True)
+                if o
+            ]
+            measured = f"{ratio:.2f}x" + (f" ({'; '.join(note)})" if note else "")
+            out.append(target(name, rule, ratio, threshold, met, measured))
     return out
 
 

@@ -27,6 +27,7 @@ from typing import Annotated, Any
 import typer
 
 from adaptstream_bench.cluster import LocalCluster, executor_conf, stop_on_sigterm
+from adaptstream_bench.elastic_app import run_app, worked_workload
 from adaptstream_bench.prompt_elastic_report import POLICIES, run_figures, write_report
 
 PATTERNS = ("sinusoidal", "step")
@@ -119,8 +120,9 @@ def run_one(spark, policy: str, pattern: str, a: dict, work: Path, ctl, plan: di
     from adaptstream.spark.executors import executor_intervals
 
     managed = policy != "dynamic_allocation"
+    app = a.get("route") == "app"
     spec = RunSpec(
-        workload=a["workload"],
+        workload=worked_workload(a["row_work"]) if app else a["workload"],
         admission="fixed",
         traffic=pattern,
         rate=a["rate"],
@@ -128,10 +130,10 @@ def run_one(spark, policy: str, pattern: str, a: dict, work: Path, ctl, plan: di
         seed=a["seed"],
         trigger=a["trigger"],
         num_blocks=a["num_blocks"],
-        reduce=a["reduce"],
+        reduce=None if app else a["reduce"],
         reduce_buckets=a["workers"],
-        elastic=(policy if policy in ("prompt", "ds2") else "static") if managed else None,
-        elastic_params=plan["params"],
+        elastic=None if app else ((policy if policy in ("prompt", "ds2") else "static") if managed else None),
+        elastic_params="" if app else plan["params"],
         finish_timeout=a["finish_timeout"],
     )
     rewarm = 0.0
@@ -144,15 +146,24 @@ def run_one(spark, policy: str, pattern: str, a: dict, work: Path, ctl, plan: di
     out: dict = {"policy": policy, "pattern": pattern, "spec": {"elastic": spec.elastic, "params": plan["params"]}}
     if rewarm:
         out["rewarm_s"] = rewarm
+    name = f"elastic_{pattern}_{policy}"
+    app_run: dict = {}
     try:
-        res = run_workload(
-            spark,
-            spec,
-            str(run_dir),
-            extra_options={"amplitude": str(a["amplitude"]), "period": str(a["period"])},
-            query_name=f"elastic_{pattern}_{policy}",
-        )
-        out["unfinished"] = res.unfinished
+        if app:
+            tuned = (policy if policy in ("prompt", "ds2") else "static") if managed else None
+            out["spec"]["elastic"] = tuned
+            app_run = run_app(spark, spec, run_dir, a, tuned, plan["params"], name)
+            out["unfinished"] = app_run["unfinished"]
+            out["elasticity_log"] = app_run["elasticity_log"]
+        else:
+            res = run_workload(
+                spark,
+                spec,
+                str(run_dir),
+                extra_options={"amplitude": str(a["amplitude"]), "period": str(a["period"])},
+                query_name=name,
+            )
+            out["unfinished"] = res.unfinished
     except Exception as e:  # recorded, and the other runs go on
         out["error"] = f"{type(e).__name__}: {e}"
     metrics = run_dir / "metrics"
@@ -163,6 +174,8 @@ def run_one(spark, policy: str, pattern: str, a: dict, work: Path, ctl, plan: di
     ]
     intervals = executor_intervals(spark.sparkContext)
     panes = _jsonl(metrics / "panes.jsonl")
+    if app:
+        return _finish_app(out, app_run.get("batches", []), datasets, intervals, a)
     t0 = datasets[0]["arrival"] if datasets else (panes[0]["started"] if panes else time.time())
     end = max((b["ended"] for b in panes), default=t0)
     out["t0"] = t0
@@ -195,6 +208,23 @@ def run_one(spark, policy: str, pattern: str, a: dict, work: Path, ctl, plan: di
             }
         )
     out["batches"] = batches
+    return out
+
+
+def _finish_app(out: dict, batches: list[dict], datasets: list[dict], intervals: list[dict], a: dict) -> dict:
+    """An app-route run's window and executors (its batches come from Spark's progress, not the pane executor)."""
+    t0 = datasets[0]["arrival"] if datasets else (batches[0]["started"] if batches else time.time())
+    end = max((b["ended"] for b in batches), default=t0)
+    for b in batches:
+        b["executors"] = sum(
+            1
+            for iv in intervals
+            if iv["added"] <= b["started"] and (iv["removed"] is None or b["started"] < iv["removed"])
+        )
+    out.update(t0=t0, window=[t0 + a["warmup"], max(end, t0 + a["warmup"])], datasets=datasets, batches=batches)
+    out["executors"] = [
+        iv for iv in intervals if iv["added"] <= out["window"][1] and (iv["removed"] is None or iv["removed"] >= t0)
+    ]
     return out
 
 
@@ -268,8 +298,9 @@ def warm_up(spark, a: dict, work: Path, ctl) -> float:
     if ctl is not None:
         ctl.scale_to(a["workers"])
         ctl.wait_for(a["workers"], timeout=120)
+    app = a.get("route") == "app"
     spec = RunSpec(
-        workload=a["workload"],
+        workload=worked_workload(a["row_work"]) if app else a["workload"],
         admission="fixed",
         traffic="constant",
         rate=a["rate"],
@@ -277,7 +308,7 @@ def warm_up(spark, a: dict, work: Path, ctl) -> float:
         seed=a["seed"] + 1,
         trigger=a["trigger"],
         num_blocks=a["num_blocks"],
-        reduce=a["reduce"],
+        reduce=None if app else a["reduce"],
         reduce_buckets=a["workers"],
         finish_timeout=a["finish_timeout"],
     )
@@ -292,6 +323,16 @@ def prompt_elastic_command(
     ] = None,
     update_docs: Annotated[bool, typer.Option("--update-docs", help="write the report in docs/results")] = False,
     workload: Annotated[str, typer.Option(help="a pane-mode aggregation workload (LR2S, CM1S, CM1T, CM2S)")] = "LR2S",
+    route: Annotated[
+        str,
+        typer.Option(
+            help="'pane': `adaptstream run --reduce` with the policy in the pane executor; 'app': a user's "
+            "application under adaptstream.tune (LR2S behind a per-row UDF, Spark's own aggregation)"
+        ),
+    ] = "pane",
+    row_work: Annotated[
+        int, typer.Option(min=0, help="app route: SHA-256 rounds per row in the UDF (synthetic per-row work)")
+    ] = 200,
     patterns: Annotated[str, typer.Option(help="rate patterns")] = ",".join(PATTERNS),
     policies: Annotated[str, typer.Option(help="policies to compare")] = ",".join(POLICIES),
     rate: Annotated[int, typer.Option(min=1, help="mean input rows/s")] = 8000,
@@ -343,6 +384,12 @@ def prompt_elastic_command(
     if bad or not pols or not pats:
         msg = f"--policies takes a comma list of {', '.join(POLICIES)} and --patterns at least one pattern"
         raise ConfigError(msg)
+    if route not in ("pane", "app"):
+        msg = f"--route must be 'pane' or 'app', got {route!r}"
+        raise ConfigError(msg)
+    if route == "app" and WORKLOADS.get(workload).name != "LR2S":
+        msg = "--route app runs LR2S behind the per-row UDF; leave --workload at LR2S"
+        raise ConfigError(msg)
     pane_spec(WORKLOADS.get(workload))
     ALLOCATORS.get(reduce)
     if master is not None:
@@ -356,6 +403,8 @@ def prompt_elastic_command(
     capped_mem = (mem or 2048) if (cpu is not None or mem is not None) else None  # cluster.sh's default cap
     a: dict[str, Any] = {
         "workload": WORKLOADS.get(workload).name,
+        "route": route,
+        "row_work": row_work if route == "app" else None,
         "rate": rate,
         "amplitude": amplitude,
         "period": period,
@@ -398,9 +447,18 @@ def prompt_elastic_command(
             f"Duration: {len(pats)} pattern(s) x {len(pols)} policies, {duration:g} s of input each, "
             f"{trigger:g}-s batches: about {len(pats) * len(pols) * (duration + 15) / 60:.0f} min of runs plus "
             "cluster and application start-up, so that one invocation stays within about 15 min.",
-            "Map tasks: every policy's planned map tasks are applied to the next batch (the pane executor writes "
-            "them to the source's blocksFile; a batch of fewer one-second datasets than planned gets one task per "
-            "dataset); executors follow the plan's max(map tasks, reduce buckets).",
+            (
+                "Map tasks: every policy's planned map tasks are applied to the next batch (the pane executor writes "
+                "them to the source's blocksFile; a batch of fewer one-second datasets than planned gets one task "
+                "per dataset); executors follow the plan's max(map tasks, reduce buckets)."
+                if route == "pane"
+                else f"App route: each policy runs through `adaptstream.tune(spark, elastic=...)` (static plans as "
+                f"the `static` policy), which asks Spark for the planned executors after every batch; the source "
+                f"plans {workers} input blocks and Spark's aggregation has {workers} shuffle partitions throughout, "
+                "so every executor count up to the workers' has tasks to run. The per-row UDF is synthetic work "
+                f"({row_work} chained SHA-256 digests of each row's vehicle id and speed, real executor CPU); it "
+                "returns the speed unchanged."
+            ),
             (
                 f"Each Spark application first runs {app_warmup:g} s of unrecorded constant-rate input on every "
                 "worker's executor (Python workers started, Alg. 3 compiled); an executor added later during a run "
@@ -412,9 +470,15 @@ def prompt_elastic_command(
             "A run whose plan needs executors that are not alive (the sizing runs and other runs remove them) first "
             f"warms the new ones with an unrecorded {app_warmup:g}-s constant-rate run; executors a policy adds "
             "during a run start cold.",
-            "W counts the batch's own Spark jobs (pane executor: reference pass, map/reduce job, window emit); "
-            "time between batches (the source's planning) is not in W. Dataset latency (arrival to the end of "
-            "its batch) is reported beside it.",
+            (
+                "W counts the batch's own Spark jobs (pane executor: reference pass, map/reduce job, window emit); "
+                "time between batches (the source's planning) is not in W. Dataset latency (arrival to the end of "
+                "its batch) is reported beside it."
+                if route == "pane"
+                else "W = Spark's triggerExecution of the batch (its progress event) / the batch interval; the "
+                "tuner's elasticity judges the same figure. Dataset latency (arrival to the batch's commit) is "
+                "reported beside it."
+            ),
         ],
     }
     work = Path(tempfile.mkdtemp(prefix="adaptstream-bench-elastic-"))

@@ -231,6 +231,17 @@ def complete(r: dict) -> dict:
     return {**r, "policies": policies, "targets": targets(policies, c.get("trigger"), c.get("workers"))}
 
 
+def _route(c: dict) -> str:
+    """How the workload ran: the pane mode, or a user's application under ``adaptstream.tune``."""
+    if c.get("route", "pane") == "pane":
+        return f"in the pane execution mode (`adaptstream run --reduce {c['reduce']}`)"
+    return (
+        "as a user's application under `adaptstream.tune` (app route): LR2S's windowed aggregation by Spark itself, "
+        f"behind a Python UDF doing {c['row_work']} chained SHA-256 digests per row (synthetic per-row work, real "
+        "executor CPU)"
+    )
+
+
 def _span(f: dict) -> str:
     lo, hi = f.get("min_executors_planned"), f.get("max_executors_planned")
     return "n/a" if lo is None else f"{lo}-{hi}"
@@ -338,7 +349,7 @@ def markdown(r: dict) -> str:
         f"Set-up: a real Spark standalone cluster on 127.0.0.1 (`scripts/cluster.sh`): {c['workers']} workers of 1 "
         f"core and {c['worker_memory']}{_caps(c)}, executors of 1 core and {c['executor_memory']}. Workload "
         f"{c['workload']} "
-        f"in the pane execution mode (`adaptstream run --reduce {c['reduce']}`), fixed admission every "
+        f"{_route(c)}, fixed admission every "
         f"{c['trigger']:g} s (the batch interval), {c['num_blocks']} input blocks (map tasks) at the start, then "
         "each policy's planned map tasks (see the notes), "
         f"generated input (seed {c['seed']}) at a mean of {c['rate']:,} rows/s with amplitude {c['amplitude']:g} "
@@ -361,8 +372,12 @@ def markdown(r: dict) -> str:
         f"min 1 / max {c['workers']} executors, {c['da_conf_note']}, {c['workers']} reduce buckets, a Spark "
         "application of its own.",
         "",
-        "Measured: per batch W from the pane executor's own timing (the batch's Spark jobs, start to end); "
-        "executor-seconds by integrating the executors Spark itself lists (status store: add and remove time of "
+        (
+            "Measured: per batch W from the pane executor's own timing (the batch's Spark jobs, start to end); "
+            if c.get("route", "pane") == "pane"
+            else "Measured: per batch W from Spark's progress (triggerExecution / batch interval); "
+        )
+        + "executor-seconds by integrating the executors Spark itself lists (status store: add and remove time of "
         "every executor of the application) over each run's measurement window (end of warm-up to the end of its "
         "last batch); the input rate from the generator's datasets.",
         "",
@@ -474,7 +489,7 @@ def checks(r: dict) -> list[str]:
     if errors:
         out.append("Failed runs (no batches counted): " + "; ".join(errors))
     for x in r["runs"][:1]:
-        keys = [b["keys"] for b in counted(x)]
+        keys = [b["keys"] for b in counted(x) if b.get("keys") is not None]  # the app route has none
         if keys:
             out.append(
                 f"Distinct keys per counted batch ({x['pattern']}/{x['policy']}): first {keys[0]:,}, "

@@ -114,6 +114,8 @@ class Tuner:
         self.closed = False
         self.queries: dict[str, QueryRecord] = {}
         self.executors: list[list[float]] = []
+        #: per data batch the policy judged: [query, Spark batch id, executors planned after it] (bounded)
+        self.plans: deque[list[Any]] = deque(maxlen=DURATIONS_KEPT)
         self.warned: set[str] = set()
         self._lock = threading.Lock()
         self.controller: Any = None
@@ -212,6 +214,7 @@ class Tuner:
                 name: rec.summary(_merge(per_query, rec.controller_names)) for name, rec in sorted(self.queries.items())
             }
             executors = [list(x) for x in self.executors]
+            plans = [list(x) for x in self.plans]
         return {
             "scheduler": self.config.scheduler,
             "elastic": self.config.elastic,
@@ -222,6 +225,7 @@ class Tuner:
             "queries": queries,
             "registered": stats.get("registrations", {}),
             "executors": executors,
+            "plans": plans,
             "elasticity_log": self.elasticity.decision_log() if self.elasticity is not None else [],
             "controller_stats": {k: v for k, v in stats.items() if k != "per_query"},
         }
@@ -267,6 +271,8 @@ class Tuner:
         if plan.executors != target or plan.executors != len(self.executor_control.executors()):
             self.executor_control.scale_to(plan.executors)
             log.info("adaptstream tuner: executors -> %d (query %s, batch %.2f s)", plan.executors, p.query, p.seconds)
+        with self._lock:
+            self.plans.append([p.query, p.batch, int(plan.executors)])
         self._note_executors()
 
     def _note_executors(self) -> None:

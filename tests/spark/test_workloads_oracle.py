@@ -97,3 +97,15 @@ def test_spark_file_source_equals_batch_oracle(spark, inputs, name: str) -> None
     src = inputs[w.generator]
     result = assert_stream_equals_batch(spark, w, src, file_stream_factory(spark, w, src, max_files_per_trigger=10))
     assert len(result.batch_rows) > 0 and len(result.stream_batches) >= 4
+
+
+def test_the_elastic_benchs_app_route_query_equals_lr2s_batch_oracle(spark, inputs, tmp_path) -> None:
+    """``bench prompt-elastic --route app`` runs LR2S behind a per-row UDF (synthetic work): its streaming result
+    must still equal LR2S's batch SQL over the same rows."""
+    from adaptstream_bench.elastic_app import worked_workload
+
+    w = WORKLOADS.get(worked_workload(3))
+    assert w.rounds == 3 and w.window_s == WORKLOADS.get("LR2S").window_s
+    src = inputs[w.generator]
+    result = assert_stream_equals_batch(spark, w, src, adaptstream_factory(spark, w, src, str(tmp_path / "m")))
+    assert len(result.batch_rows) > 0 and len(result.stream_batches) >= 4

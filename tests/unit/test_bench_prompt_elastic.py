@@ -274,3 +274,31 @@ def test_the_ds2_baseline_plan_builds_its_policy():
     spec = RunSpec(workload="LR2S", reduce="prompt", elastic="ds2", elastic_params=plans(4, 0.6)["ds2"]["params"])
     policy = elastic_policy(spec)
     assert policy.name == "ds2" and policy.plan.as_tuple() == (3, 3, 3)  # the mean's plan: ceil(4 / 1.6)
+
+
+def test_the_app_routes_workload_is_lr2s_with_its_rounds_registered_once():
+    from adaptstream.workloads import WORKLOADS
+    from adaptstream_bench.elastic_app import worked_workload
+
+    name = worked_workload(7)
+    assert name == worked_workload(7) == "LR2S_W7"  # a second call finds the first registration
+    w, lr2s = WORKLOADS.get(name), WORKLOADS.get("LR2S")
+    assert w.rounds == 7 and (w.window_s, w.slide_s, w.key_columns) == (lr2s.window_s, lr2s.slide_s, lr2s.key_columns)
+    assert w.batch_sql("t") == lr2s.batch_sql("t")  # the oracle is LR2S's own
+
+
+def test_app_batches_take_w_from_sparks_progress_and_the_plan_after_each_batch():
+    from adaptstream_bench.elastic_app import app_batches
+
+    progress = [
+        {"query": "q", "batch": 2, "rows": 500, "seconds": 6.0, "started": 110.0},
+        {"query": "q", "batch": 0, "rows": 0, "seconds": 0.5, "started": 100.0},  # no data: not a batch
+        {"query": "q", "batch": 1, "rows": 400, "seconds": 2.0, "started": 105.0},
+    ]
+    plans = [["q", 1, 2], ["q", 2, 3]]
+    got = app_batches(progress, plans, 4.0, {"num_blocks": 4, "workers": 4})
+    assert [b["batch"] for b in got] == [1, 2]
+    assert [b["w"] for b in got] == [0.5, 1.5]
+    assert [b["ended"] for b in got] == [107.0, 116.0]
+    assert [b["planned_executors"] for b in got] == [2, 3]
+    assert app_batches(progress, [], 4.0, {"num_blocks": 4, "workers": 4})[0]["planned_executors"] is None

@@ -110,6 +110,9 @@ USAGE_ERRORS = [
         "has no parameter(s) ['hodl']; valid:",
     ),
     (("bench", "klink", "--policies", "klink:hold=-1"), "hold must be >= 0"),
+    (("bench", "prompt-elastic", "--route", "both"), "--route must be 'pane' or 'app'"),
+    (("bench", "prompt-elastic", "--route", "app", "--workload", "CM1S"), "--route app runs LR2S"),
+    (("bench", "prompt-elastic", "--route", "app", "--row-work", "-1"), "greater than or equal to 0"),
     (
         ("run", "--workload", "LR2S", "--workload", "LR2S", "--reduce", "split", "--elastic", "prompt"),
         "adaptstream.tune(elastic=...)",

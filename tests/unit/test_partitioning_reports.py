@@ -26,7 +26,10 @@ def _rate_data(prompt: float, time_: float, hash_: float) -> dict:
         {"interval_s": 1.0, "z": 0.5, "partitioner": "prompt", "max_rate": 1.0},  # z < 1: not judged
         {"interval_s": 1.0, "z": 0.5, "partitioner": "time", "max_rate": 9.0},
     ]
-    probes = [{"interval_s": 2.0, "z": 1.0, "partitioner": "prompt", "rate": prompt, "sustainable": True}]
+    probes = [
+        {"interval_s": 2.0, "z": 1.0, "partitioner": "prompt", "rate": prompt, "sustainable": True},
+        {"interval_s": 2.0, "z": 1.0, "partitioner": "prompt", "rate": prompt * 1.2, "sustainable": False},
+    ]
     return {
         "bench": "rate",
         "meta": _meta(),
@@ -51,6 +54,18 @@ def test_rate_rule_judges_each_ratio_within_the_bisections_resolution(prompt, ti
     assert t_time["value"] == pytest.approx(prompt / time_) and t_time["threshold"] == 2.0
     assert t_best["value"] == pytest.approx(prompt / max(time_, hash_)) and t_best["threshold"] == 1.3
     assert "x1.33" in t_best["rule"]
+
+
+def test_a_rate_whose_every_probe_passed_is_only_a_lower_bound():
+    data = _rate_data(140.0, 100.0, 100.0)
+    for n in ("time", "hash"):  # both references passed every probe: their true maxima may be far higher
+        data["probes"].append({"interval_s": 2.0, "z": 1.0, "partitioner": n, "rate": 100.0, "sustainable": True})
+    t_time, t_best = rate_targets(data)
+    assert (t_time["met"], t_best["met"]) == (False, None)  # 1.4 x 1.33 < 2 still misses; 1.4 >= 1.3 is not shown
+    assert "time's rate a lower bound" in t_time["measured"]
+    data["probes"] = [p for p in data["probes"] if p["partitioner"] != "prompt"]
+    data["probes"].append({"interval_s": 2.0, "z": 1.0, "partitioner": "prompt", "rate": 140.0, "sustainable": True})
+    assert [t["met"] for t in rate_targets(data)] == [None, None]  # every rate a lower bound: nothing decided
 
 
 def test_rate_rule_unsustainable_is_not_judged():

@@ -109,3 +109,26 @@ def test_a_second_run_into_the_same_out_is_refused(tmp_path):
         report_dir("bench-x", out, False, report="x.json")
     assert report_dir("bench-x", out, False) == out  # --report-only rebuilds it in place
     assert report_dir("bench-x", None, True, report="x.json").name == "results"  # --update-docs replaces on purpose
+
+
+def test_a_rewritten_report_does_not_mark_the_next_run_dirty(tmp_path, monkeypatch):
+    import subprocess
+
+    from adaptstream_bench import meta
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "code.py").write_text("x = 1\n")
+    (tmp_path / "docs" / "results" / "r.json").write_text("{}\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    monkeypatch.delenv("ADAPTSTREAM_GIT_DIRTY", raising=False)
+    monkeypatch.setattr(meta, "ROOT", tmp_path)
+    assert meta.git_dirty() is False
+    (tmp_path / "docs" / "results" / "r.json").write_text('{"meta": {}}\n')  # what --update-docs rewrites
+    assert meta.git_dirty() is False
+    (tmp_path / "code.py").write_text("x = 2\n")  # the code a run runs
+    assert meta.git_dirty() is True

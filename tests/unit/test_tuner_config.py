@@ -81,3 +81,22 @@ def test_progress_is_read_with_the_scheduled_source_names():
     )
     got = progress_of(p)
     assert (got.query, got.batch, got.rows, got.seconds, got.controller_names) == ("qid", 3, 42, 1.5, ("abc",))
+
+
+def test_the_tuner_records_what_it_planned_after_each_judged_batch():
+    from adaptstream.elasticity import ELASTICITY
+    from adaptstream.spark.listener import Progress
+    from adaptstream.tuner import Tuner
+
+    asked: list[int] = []
+    ctl = SimpleNamespace(executors=lambda: [], scale_to=lambda n: asked.append(n))
+    params = "initial_map_tasks=1;initial_reduce_buckets=1;min_tasks=1;max_executors=3;d=1;grace=0"
+    config = TunerConfig(elastic="prompt", latency_target=2.0)
+    tuner = Tuner(SimpleNamespace(sparkContext=SimpleNamespace(master="local[2]")), config)
+    tuner.elasticity, tuner.executor_control = ELASTICITY.build("prompt", params).build(), ctl
+    for batch, seconds in ((4, 3.0), (5, 3.0), (6, 0.1)):  # late, late, early against a 2-s target
+        tuner._scale(Progress("q", "r", batch, 1000, seconds, "t", ()))
+    plans = list(tuner.plans)
+    assert [p[:2] for p in plans] == [["q", 4], ["q", 5], ["q", 6]]
+    assert [p[2] for p in plans] == [2, 3, 2]  # out after each late batch, in after the early one
+    assert asked and asked[0] == plans[0][2]  # what it planned is what it asked Spark for

@@ -16,13 +16,13 @@ aggregation behind the UDF. Per batch: Spark's own progress (start, ``triggerExe
 
 from __future__ import annotations
 
+import re
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from adaptstream.workloads import WORKLOADS
 from adaptstream.workloads.lmstream_queries import LR2S, SegmentSpeedWorkload
 
 
@@ -49,18 +49,21 @@ class WorkedSegmentSpeed(SegmentSpeedWorkload):
         return super().stream_query(df.withColumn("Spd", F.udf(work, spd_type)(F.col("VID"), F.col("Spd"))))
 
 
-_LOCK = threading.Lock()
-
-
 def worked_workload(rounds: int) -> str:
-    """The registered name of LR2S behind ``rounds`` digests per row (registered on first use)."""
-    name = f"LR2S_W{int(rounds)}"
-    with _LOCK:
-        if name not in WORKLOADS:
-            base = {k: getattr(LR2S, k) for k in LR2S.__dataclass_fields__}
-            wl = WorkedSegmentSpeed(**{**base, "name": name, "rounds": int(rounds)})
-            WORKLOADS.register(name)(replace(wl, description=f"{LR2S.description}, {rounds} SHA-256 rounds per row"))
-    return name
+    """The workload name of LR2S behind ``rounds`` digests per row, as ``module:object`` (the registries' plugin
+    form), so nothing is added to the shared WORKLOADS registry."""
+    return f"{__name__}:LR2S_W{int(rounds)}"
+
+
+def __getattr__(name: str) -> WorkedSegmentSpeed:  # PEP 562: LR2S_W<rounds> built on first access
+    m = re.fullmatch(r"LR2S_W(\d+)", name)
+    if m is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    rounds = int(m.group(1))
+    base = {k: getattr(LR2S, k) for k in LR2S.__dataclass_fields__}
+    desc = f"{LR2S.description}, {rounds} SHA-256 rounds per row (synthetic work)"
+    return WorkedSegmentSpeed(**{**base, "name": name, "rounds": rounds, "description": desc})
 
 
 class ProgressLog:

@@ -260,14 +260,16 @@ def size_statics(spark, a: dict, work: Path, ctl) -> dict:
     ``size_duration`` s, first at the peak rate from every worker's executor down, then at the mean rate from the
     peak's size down, each sweep stopping at the first count that let a counted batch run late (W > 1); a rate's
     size is the smallest count before that. Executors are only removed during the sweeps, so none starts cold in a
-    sizing run. A rate no count serves gets every worker, and the report says so."""
+    sizing run (the mean's sweep may start above the count the peak's stopped at: the executors it adds are warmed
+    first, unrecorded). A rate no count serves gets every worker, and the report says so."""
     sizes: dict[str, int | None] = {}
     trials: list[dict] = []
     start = a["workers"]
     for label, rate in (("peak", round(a["rate"] * (1 + a["amplitude"]))), ("mean", a["rate"])):
         shares: dict[int, float | None] = {}
         for k in range(start, 0, -1):
-            b_cfg = {**a, "rate": rate, "duration": a["size_duration"], "warmup": a["size_warmup"], "rewarm": 0}
+            # a sweep that starts above where the last one stopped adds executors: run_one warms them first
+            b_cfg = {**a, "rate": rate, "duration": a["size_duration"], "warmup": a["size_warmup"]}
             plan = {"executors": k, "params": static_params(k)}
             run = run_one(spark, f"size_{label}_{k}", "constant", b_cfg, work, ctl, plan)
             f = run_figures(run)

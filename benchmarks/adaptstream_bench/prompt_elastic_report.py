@@ -268,7 +268,8 @@ def _sizing_lines(r: dict) -> list[str]:
         "Constant-rate runs before the measured ones, in the same application: at the peak rate with k static "
         "executors from every worker's down, then at the mean rate from the peak's size down, each sweep stopping at "
         "the first count that let a counted batch run late (W > 1); the size is the smallest count before it "
-        "(executors only removed, so none started cold in a sizing run). Chosen: "
+        "(an executor added between the two sweeps is warmed first, unrecorded, so none started cold in a sizing "
+        "run). Chosen: "
         f"peak {sz['sizes'].get('peak')}, mean {sz['sizes'].get('mean')} (None: no count did; every worker then).",
         "",
         "| rate | rows/s | executors | on time | batches | median W | max W |",

@@ -8,7 +8,9 @@ One invocation, one set of Linear Road rows:
    same row cap per micro-batch through ``format("adaptstream")`` from the stream and from CSV files of those rows,
    a pass-through filter into a noop sink; rows per second of processing time (Spark's triggerExecution of the
    batches that held data), one warm-up per path, then ``reps`` runs alternating order;
-3. live check: both sources fed live at ``live_share`` of the lower measured ceiling for ``live_seconds`` (Redis:
+3. generator ceiling: the generator connector's own work (generate a second's rows, write its CSV file), unpaced,
+   ``reps`` times: the files path's live feeder cannot go faster;
+4. live check: both sources fed live at ``live_share`` of the lowest measured ceiling for ``live_seconds`` (Redis:
    the paced producer; files: the generator connector writing one file per second), dataset latency recorded.
 Writes redis.md, redis.json and redis.png to ``--out`` (default runs/bench-redis-<time>/; ``--update-docs`` writes
 docs/results/). Starts its own redis-server with scripts/redis.sh unless ``--url`` names one.
@@ -184,6 +186,28 @@ def live(spark, path: str, url: str, rate: int, seconds: int, work: Path, batch_
     }
 
 
+def generator_ceiling(rows: int, reps: int, work: Path) -> list[dict]:
+    """The files path's live feeder unpaced: the generator connector's own work per one-second dataset (generate
+    the Linear Road rows, write the CSV file), as it does it in one Python thread, ``reps`` times; rows per
+    second of wall time. A live files rate above it cannot be fed, whatever the source does."""
+    from adaptstream.workloads import GENERATORS
+    from adaptstream.workloads.io import dataset_file_name, write_dataset
+
+    per = max(1, rows // SECONDS)
+    out = []
+    for rep in range(reps):
+        gen = GENERATORS.get("linear_road")(seed=11 + rep).build()
+        folder = work / f"generator-{rep}"
+        folder.mkdir(parents=True)
+        t0 = time.perf_counter()
+        for k in range(SECONDS):
+            write_dataset(gen.generate(k, per), str(folder / dataset_file_name(k)), "csv", gen.csv_header())
+        seconds = time.perf_counter() - t0
+        out.append({"rows": per * SECONDS, "seconds": seconds, "rate": per * SECONDS / seconds})
+        shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
 def redis_command(
     out: Annotated[
         str | None,
@@ -241,6 +265,9 @@ def redis_command(
                 stream = s
             else:
                 client(parse_url(f"{server.url}/{s}")).delete(s)
+        generator = generator_ceiling(rows, reps, work)
+        for rep, g in enumerate(generator):
+            typer.echo(f"  generator run {rep + 1}: {g['rate']:>10,.0f} rows/s (generate + write CSV, unpaced)")
         sources = {"redis": f"{server.url}/{stream}", "files": str(data)}
         spark = build_spark(app_name="bench-redis")
         drains: dict = {p: [] for p in PATHS}
@@ -254,7 +281,11 @@ def redis_command(
                     )
                     if rep:
                         drains[p].append(r)
-            ceiling = min(median(producer, "rate"), *(median(drains[p], "rows_per_s") for p in PATHS))
+            ceiling = min(
+                median(producer, "rate"),
+                median(generator, "rate"),
+                *(median(drains[p], "rows_per_s") for p in PATHS),
+            )
             rate = max(100, int(live_share * ceiling))
             lives = {}
             for p in PATHS:
@@ -272,7 +303,7 @@ def redis_command(
         live_share=live_share,
         redis_version=server_version,
     )
-    result = {"meta": meta, "producer": producer, "drain": drains, "live": lives}
+    result = {"meta": meta, "producer": producer, "generator": generator, "drain": drains, "live": lives}
     from adaptstream_bench.redis_report import write_report
 
     write_report(result, target)

@@ -1,0 +1,47 @@
+"""The Redis benchmark's report: verdicts computed from the recorded figures, the generator's own ceiling among
+them (a files live check above it cannot be fed), rendered from the JSON alone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from adaptstream_bench.redis import generator_ceiling
+from adaptstream_bench.redis_report import targets, write_report
+
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
+
+
+def _doc(generator_rate: float | None) -> dict:
+    doc = json.loads((RESULTS / "redis.json").read_text())
+    doc.pop("targets", None)
+    if generator_rate is not None:
+        doc["generator"] = [{"rows": 1000, "seconds": 1000 / generator_rate, "rate": generator_rate}]
+    return doc
+
+
+@pytest.mark.parametrize(("rate", "met"), [(1e9, True), (1.0, False)])
+def test_the_files_live_check_is_judged_against_the_generators_ceiling(rate, met):
+    got = {t: ok for t, _rule, _m, ok in targets(_doc(rate))}
+    assert got["the generator can feed the files live check"] is met
+
+
+def test_a_report_recorded_before_the_generator_was_measured_has_no_such_target(tmp_path):
+    assert all("generator" not in t for t, *_ in targets(_doc(None)))
+    write_report(_doc(None), tmp_path)
+    assert "## Generator" not in (tmp_path / "redis.md").read_text()
+    doc = _doc(50_000.0)
+    write_report(doc, tmp_path / "with")
+    text = (tmp_path / "with" / "redis.md").read_text()
+    assert "## Generator (the files path's live feeder)" in text and "50,000" in text
+    written = json.loads((tmp_path / "with" / "redis.json").read_text())
+    assert any(t["target"] == "the generator can feed the files live check" for t in written["targets"])
+
+
+def test_the_generator_ceiling_times_the_connectors_own_work(tmp_path):
+    runs = generator_ceiling(2_000, 2, tmp_path)
+    assert [r["rows"] for r in runs] == [2_000, 2_000]  # 20 one-second datasets of 100 rows
+    assert all(r["rate"] == pytest.approx(r["rows"] / r["seconds"]) and r["seconds"] > 0 for r in runs)
+    assert not list(tmp_path.iterdir())  # its files are removed

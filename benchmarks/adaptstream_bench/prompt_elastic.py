@@ -439,7 +439,9 @@ def prompt_elastic_command(
         key_note="LR2S keys are (expressway, direction, segment); the generator adds an expressway per 400 rows/s "
         "of rate and never removes one, so the key space grows with the first rise to the peak (distinct keys per "
         "batch are in the JSON, `keys`)"
-        if workload.upper().startswith("LR")
+        if workload.upper().startswith("LR") and route == "pane"
+        else "not measured in the app route (Spark's own aggregation)"
+        if route == "app"
         else "this workload's key space does not grow with time (distinct keys per batch are in the JSON)",
     )
     meta: dict = {

@@ -231,6 +231,25 @@ def complete(r: dict) -> dict:
     return {**r, "policies": policies, "targets": targets(policies, c.get("trigger"), c.get("workers"))}
 
 
+def _sizing_capacity(r: dict) -> str:
+    """Whether executors lowered W, from the sizing runs (the two static baselines got the same size here)."""
+    c = r["meta"]["config"]
+    trials = [t for t in (r["meta"].get("sizing") or {}).get("trials", []) if t.get("w_median") is not None]
+    by_rate: dict[str, dict[int, float]] = {}
+    for t in trials:
+        by_rate.setdefault(t["rate_label"], {})[t["executors"]] = t["w_median"]
+    parts = [
+        f"{label} rate: " + ", ".join(f"{w:.2f} with {k}" for k, w in sorted(ws.items()))
+        for label, ws in by_rate.items()
+        if len(ws) > 1
+    ]
+    text = (
+        f"Do executors lower W here? Both static baselines got {c['static_peak']} executor(s), so they cannot tell; "
+        "the sizing runs can (median W by executor count"
+    )
+    return text + (f": {'; '.join(parts)})." if parts else ": none recorded).")
+
+
 def _route(c: dict) -> str:
     """How the workload ran: the pane mode, or a user's application under ``adaptstream.tune``."""
     if c.get("route", "pane") == "pane":
@@ -338,6 +357,7 @@ def markdown(r: dict) -> str:
     m, c = r["meta"], r["meta"]["config"]
     pol = r["policies"]
     patterns = list(dict.fromkeys(x["pattern"] for x in r["runs"]))
+    app = c.get("route", "pane") == "app"
     lines = [
         "# Prompt's elasticity (Alg. 4) against static provisioning and Spark's dynamic allocation (Fig. 12 shape)",
         "",
@@ -351,17 +371,24 @@ def markdown(r: dict) -> str:
         f"core and {c['worker_memory']}{_caps(c)}, executors of 1 core and {c['executor_memory']}. Workload "
         f"{c['workload']} "
         f"{_route(c)}, fixed admission every "
-        f"{c['trigger']:g} s (the batch interval), {c['num_blocks']} input blocks (map tasks) at the start, then "
-        "each policy's planned map tasks (see the notes), "
-        f"generated input (seed {c['seed']}) at a mean of {c['rate']:,} rows/s with amplitude {c['amplitude']:g} "
+        f"{c['trigger']:g} s (the batch interval), "
+        + (
+            f"{c['num_blocks']} input blocks (map tasks) at the start, then each policy's planned map tasks (see the "
+            "notes), "
+            if app is False
+            else f"{c['num_blocks']} input blocks and {c['workers']} shuffle partitions throughout (the plans set "
+            "executors only), "
+        )
+        + f"generated input (seed {c['seed']}) at a mean of {c['rate']:,} rows/s with amplitude {c['amplitude']:g} "
         f"(a {(1 + c['amplitude']) / (1 - c['amplitude']):.1f}x swing) and period {c['period']:g} s, "
         f"{c['duration']:g} s of input per run; the first {c['warmup']:g} s of input are a warm-up and not counted. "
-        f"Key count: {c['key_note']}",
+        + ("" if app else f"Key count: {c['key_note']}"),
         "",
         "Policies (same input for each, one run per policy and pattern):",
         "",
         "- `prompt`: Alg. 4 (`--elastic prompt`): W = batch time / batch interval, thres 0.9, step 0.1, d = 3, "
-        f"grace 3; it sets the next batch's reduce buckets and asks Spark for executors (`requestTotalExecutors` / "
+        f"grace 3; it {'asks' if app else 'sets the next batch' + chr(39) + 's reduce buckets and asks'} Spark for "
+        "executors (`requestTotalExecutors` / "
         f"`killExecutor`), between 1 and {c['workers']}; starts at {c['prompt_initial']}.",
         f"- `ds2`: a DS2-style rate-based controller (`--elastic ds2`, the modern anchor): executors = "
         "ceil(executors x mean W over 3 batches / 0.8), two batches skipped after each decision, between 1 and "
@@ -455,8 +482,10 @@ def checks(r: dict) -> list[str]:
         for name in ("static_peak", "static_mean")
         if (ws := [b["w"] for x in r["runs"] if x["policy"] == name for b in counted(x)])
     }
-    if len(med) == 2:
-        c = r["meta"]["config"]
+    c = r["meta"]["config"]
+    if len(med) == 2 and c["static_peak"] == c["static_mean"]:
+        out.append(_sizing_capacity(r))
+    elif len(med) == 2:
         lower = med["static_peak"] < 0.95 * med["static_mean"]
         out.append(
             f"Do executors lower W here? Median W over the counted batches: {med['static_peak']:.2f} with "

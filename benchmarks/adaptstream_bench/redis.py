@@ -82,7 +82,7 @@ def _frame(spark, path: str, source: str, work: Path, batch_rows: int, extra: di
         .option("maxRowsPerTrigger", str(batch_rows))
         .option("maxBytesPerTrigger", "0")
     )
-    if path == "files":
+    if path == "files" and (extra or {}).get("connector", "files") == "files":  # a files-connector option only
         r = r.option("fileStableSeconds", "0")
     for k, v in (extra or {}).items():
         r = r.option(k, v)
@@ -143,7 +143,7 @@ def live(spark, path: str, url: str, rate: int, seconds: int, work: Path, batch_
         df = _frame(spark, path, str(work / "input"), work, batch_rows, extra)
     q = df.filter("Spd >= 0").writeStream.format("noop").option("checkpointLocation", str(work / "ck")).start()
     try:
-        _wait(lambda: q.lastProgress is not None, 120)  # Spark's start-up batch is behind us
+        _wait(lambda: q.lastProgress is not None or not q.isActive, 120)  # start-up batch done (or failed)
         if path == "redis":
             from adaptstream.workloads import GENERATORS
 
@@ -161,11 +161,14 @@ def live(spark, path: str, url: str, rate: int, seconds: int, work: Path, batch_
             expected = rate * seconds
 
         def done() -> bool:
+            if not q.isActive:  # failed: nothing more will come
+                return True
             ds = [d for d in _lines(metrics / "datasets.jsonl") if not d.get("sentinel")]
             return sum(d["rows"] for d in ds) >= expected
 
         finished = _wait(done, seconds + 120)
     finally:
+        error = q.exception()
         q.stop()
     ds = [d for d in _lines(metrics / "datasets.jsonl") if not d.get("sentinel")]
     warm = min((d["arrival"] for d in ds), default=0.0) + 5.0  # the first 5 s of arrivals: warm-up
@@ -183,6 +186,7 @@ def live(spark, path: str, url: str, rate: int, seconds: int, work: Path, batch_
         "latency_p95_s": lat[min(len(lat) - 1, int(0.95 * len(lat)))] if lat else None,
         "latency_max_s": lat[-1] if lat else None,
         "producer": produced,
+        **({"error": str(error).splitlines()[0][:500]} if error is not None else {}),
     }
 
 

@@ -44,7 +44,9 @@ def targets(r: dict) -> list[tuple[str, str, str, bool | None]]:
                 f"{p}: the live rate is sustained",
                 f"fed at {lv['rate']:,} rows/s ({100 * r['meta']['live_share']:.0f} % of the lowest ceiling) for "
                 f"{lv['seconds']} s: every row processed and p95 dataset latency <= {LATENCY_BOUND_S:g} s",
-                f"rows {lv['rows']:,} of {lv['rows_expected']:,}, p95 " + ("n/a" if p95 is None else f"{p95:.2f} s"),
+                f"rows {lv['rows']:,} of {lv['rows_expected']:,}, p95 "
+                + ("n/a" if p95 is None else f"{p95:.2f} s")
+                + (f"; the query failed: {lv['error']}" if lv.get("error") else ""),
                 ok,
             )
         )

@@ -45,3 +45,38 @@ def test_the_generator_ceiling_times_the_connectors_own_work(tmp_path):
     assert [r["rows"] for r in runs] == [2_000, 2_000]  # 20 one-second datasets of 100 rows
     assert all(r["rate"] == pytest.approx(r["rows"] / r["seconds"]) and r["seconds"] > 0 for r in runs)
     assert not list(tmp_path.iterdir())  # its files are removed
+
+
+class _Reader:
+    def __init__(self) -> None:
+        self.options: dict[str, str] = {}
+
+    def format(self, _name: str) -> _Reader:
+        return self
+
+    def schema(self, _ddl: str) -> _Reader:
+        return self
+
+    def option(self, key: str, value: str) -> _Reader:
+        self.options[key] = value
+        return self
+
+    def load(self) -> dict[str, str]:
+        return self.options
+
+
+def test_the_live_files_check_gives_the_generator_connector_only_its_own_options(tmp_path):
+    """A files-connector option beside connector=generator is a ConfigError that failed the query: the recorded
+    live check then read 0 rows (git 71f7765 and 3686814)."""
+    from types import SimpleNamespace
+
+    from adaptstream.spark.options import SourceOptions
+    from adaptstream_bench.redis import _frame
+
+    def frame(extra: dict | None) -> dict[str, str]:
+        return _frame(SimpleNamespace(readStream=_Reader()), "files", str(tmp_path / "in"), tmp_path, 1000, extra)
+
+    assert frame(None)["fileStableSeconds"] == "0"  # the drain of files written beforehand
+    live = frame({"connector": "generator", "generator": "linear_road", "rate": "100", "duration": "5"})
+    assert "fileStableSeconds" not in live
+    SourceOptions.parse(live)  # the source accepts exactly these options

@@ -42,16 +42,7 @@ RECORDED_WITHOUT_META = {
     "lmstream_load_long/lr1t_lr2s/lmstream_load.json": "stitched from six invocations; start time as text",
     "lmstream_load_long/lr2s_asap_64000/lmstream_load.json": "stitched from six invocations; start time as text",
     "mapdevice.json": "no argv, no dirty flag, no targets",
-    "partitioning_blocks.json": "no argv, no dirty flag, no targets",
-    "partitioning_blocks_cluster.json": "no argv, no dirty flag, no targets",
-    "partitioning_cost.json": "no argv, no dirty flag, no targets",
-    "partitioning_metrics.json": "no argv, no dirty flag, no targets",
-    "partitioning_rate.json": "no argv, no dirty flag, no targets",
-    "prompt_elastic.json": "no argv, no dirty flag",
-    "prompt_processing.json": "no argv, no dirty flag, no targets",
-    "prompt_processing_1m_keys/prompt_processing.json": "no argv, no dirty flag, no targets",
     "redis.json": "no argv, no dirty flag, no targets",
-    "source.json": "no argv, no dirty flag, no targets",
 }
 
 

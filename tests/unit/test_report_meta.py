@@ -42,7 +42,6 @@ RECORDED_WITHOUT_META = {
     "lmstream_load_long/lr1t_lr2s/lmstream_load.json": "stitched from six invocations; start time as text",
     "lmstream_load_long/lr2s_asap_64000/lmstream_load.json": "stitched from six invocations; start time as text",
     "mapdevice.json": "no argv, no dirty flag, no targets",
-    "redis.json": "no argv, no dirty flag, no targets",
 }
 
 

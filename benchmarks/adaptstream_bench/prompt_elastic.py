@@ -450,7 +450,7 @@ def prompt_elastic_command(
         "notes": [
             f"Duration: {len(pats)} pattern(s) x {len(pols)} policies, {duration:g} s of input each, "
             f"{trigger:g}-s batches: about {len(pats) * len(pols) * (duration + 15) / 60:.0f} min of runs plus "
-            "cluster and application start-up, so that one invocation stays within about 15 min.",
+            "cluster and application start-up and the sizing runs.",
             (
                 "Map tasks: every policy's planned map tasks are applied to the next batch (the pane executor writes "
                 "them to the source's blocksFile; a batch of fewer one-second datasets than planned gets one task "

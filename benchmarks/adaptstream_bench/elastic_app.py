@@ -89,10 +89,9 @@ class ProgressLog:
             return [r for r in self.records if r["query"] == query]
 
     def close(self) -> None:
-        import contextlib
+        from adaptstream.spark.listener import wait_for_listeners
 
-        with contextlib.suppress(Exception):  # wait for events Spark posted before the run ended
-            self.spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(10_000)
+        wait_for_listeners(self.spark)  # the events Spark posted before the run ended
         self.spark.streams.removeListener(self._listener)
 
 

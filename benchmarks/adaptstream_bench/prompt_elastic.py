@@ -120,6 +120,7 @@ def run_one(spark, policy: str, pattern: str, a: dict, work: Path, ctl, plan: di
     from adaptstream.spark.executors import executor_intervals
 
     managed = policy != "dynamic_allocation"
+    tuned = (policy if policy in ("prompt", "ds2") else "static") if managed else None  # the elasticity policy
     app = a.get("route") == "app"
     spec = RunSpec(
         workload=worked_workload(a["row_work"]) if app else a["workload"],
@@ -132,7 +133,7 @@ def run_one(spark, policy: str, pattern: str, a: dict, work: Path, ctl, plan: di
         num_blocks=a["num_blocks"],
         reduce=None if app else a["reduce"],
         reduce_buckets=a["workers"],
-        elastic=None if app else ((policy if policy in ("prompt", "ds2") else "static") if managed else None),
+        elastic=None if app else tuned,  # the app route's policy runs in the tuner
         elastic_params="" if app else plan["params"],
         finish_timeout=a["finish_timeout"],
     )
@@ -143,15 +144,13 @@ def run_one(spark, policy: str, pattern: str, a: dict, work: Path, ctl, plan: di
         if added and a.get("rewarm", 0) > 0:  # executors started for this run: warm them, unrecorded
             rewarm = warm_up(spark, {**a, "app_warmup": a["rewarm"]}, work, None)
     run_dir = work / f"{pattern}-{policy}"
-    out: dict = {"policy": policy, "pattern": pattern, "spec": {"elastic": spec.elastic, "params": plan["params"]}}
+    out: dict = {"policy": policy, "pattern": pattern, "spec": {"elastic": tuned, "params": plan["params"]}}
     if rewarm:
         out["rewarm_s"] = rewarm
     name = f"elastic_{pattern}_{policy}"
     app_run: dict = {}
     try:
         if app:
-            tuned = (policy if policy in ("prompt", "ds2") else "static") if managed else None
-            out["spec"]["elastic"] = tuned
             app_run = run_app(spark, spec, run_dir, a, tuned, plan["params"], name)
             out["unfinished"] = app_run["unfinished"]
             out["elasticity_log"] = app_run["elasticity_log"]
@@ -173,49 +172,10 @@ def run_one(spark, policy: str, pattern: str, a: dict, work: Path, ctl, plan: di
         for d in sorted(ds, key=lambda d: d["arrival"])
     ]
     intervals = executor_intervals(spark.sparkContext)
-    panes = _jsonl(metrics / "panes.jsonl")
-    if app:
-        return _finish_app(out, app_run.get("batches", []), datasets, intervals, a)
-    t0 = datasets[0]["arrival"] if datasets else (panes[0]["started"] if panes else time.time())
-    end = max((b["ended"] for b in panes), default=t0)
-    out["t0"] = t0
-    out["window"] = [t0 + a["warmup"], max(end, t0 + a["warmup"])]
-    out["executors"] = [
-        iv for iv in intervals if iv["added"] <= out["window"][1] and (iv["removed"] is None or iv["removed"] >= t0)
-    ]
-    out["datasets"] = datasets
-    batches = []
-    for b in panes:
-        el = b.get("elastic") or {}
-        batches.append(
-            {
-                "batch": b["batch"],
-                "started": b["started"],
-                "ended": b["ended"],
-                "w": b["batch_s"] / a["trigger"],
-                "rows": b["rows"],
-                "keys": b["keys"],
-                "map_tasks": b["map_tasks"],
-                "reduce_buckets": b["reduce_buckets"],
-                "executors": sum(
-                    1
-                    for iv in intervals
-                    if iv["added"] <= b["started"] and (iv["removed"] is None or b["started"] < iv["removed"])
-                ),
-                "planned_map_tasks": el.get("map_tasks"),
-                "planned_reduce_buckets": el.get("reduce_buckets"),
-                "planned_executors": el.get("executors"),
-            }
-        )
-    out["batches"] = batches
-    return out
-
-
-def _finish_app(out: dict, batches: list[dict], datasets: list[dict], intervals: list[dict], a: dict) -> dict:
-    """An app-route run's window and executors (its batches come from Spark's progress, not the pane executor)."""
+    batches = app_run.get("batches", []) if app else _pane_batches(_jsonl(metrics / "panes.jsonl"), a["trigger"])
     t0 = datasets[0]["arrival"] if datasets else (batches[0]["started"] if batches else time.time())
     end = max((b["ended"] for b in batches), default=t0)
-    for b in batches:
+    for b in batches:  # the executors Spark had when the batch started
         b["executors"] = sum(
             1
             for iv in intervals
@@ -225,6 +185,29 @@ def _finish_app(out: dict, batches: list[dict], datasets: list[dict], intervals:
     out["executors"] = [
         iv for iv in intervals if iv["added"] <= out["window"][1] and (iv["removed"] is None or iv["removed"] >= t0)
     ]
+    return out
+
+
+def _pane_batches(panes: list[dict], trigger: float) -> list[dict]:
+    """A pane-route run's batches from the pane executor's own records (W by its timing of the batch's jobs)."""
+    out = []
+    for b in panes:
+        el = b.get("elastic") or {}
+        out.append(
+            {
+                "batch": b["batch"],
+                "started": b["started"],
+                "ended": b["ended"],
+                "w": b["batch_s"] / trigger,
+                "rows": b["rows"],
+                "keys": b["keys"],
+                "map_tasks": b["map_tasks"],
+                "reduce_buckets": b["reduce_buckets"],
+                "planned_map_tasks": el.get("map_tasks"),
+                "planned_reduce_buckets": el.get("reduce_buckets"),
+                "planned_executors": el.get("executors"),
+            }
+        )
     return out
 
 

@@ -199,8 +199,9 @@ class Tuner:
     # -- what the tuner reports -------------------------------------------------------------------------------
     def flush(self, timeout: float = 10.0) -> None:
         """Wait until Spark delivered the progress events posted so far (its listener bus is asynchronous)."""
-        with contextlib.suppress(Exception):  # a stopped context has no bus: nothing more will come
-            self.spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(int(timeout * 1000))
+        from adaptstream.spark.listener import wait_for_listeners
+
+        wait_for_listeners(self.spark, timeout)
 
     def status(self) -> dict[str, Any]:
         """The tuner's state as a dict: policies, controller, every query seen (events Spark posted before the

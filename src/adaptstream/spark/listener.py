@@ -4,6 +4,7 @@ reads them)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Callable
@@ -12,6 +13,12 @@ from dataclasses import dataclass
 from pyspark.sql.streaming import StreamingQueryListener
 
 log = logging.getLogger("adaptstream.tuner")
+
+
+def wait_for_listeners(spark, timeout: float = 10.0) -> None:
+    """Wait until Spark delivered the events posted so far to every listener (its listener bus is asynchronous)."""
+    with contextlib.suppress(Exception):  # a stopped context has no bus: nothing more will come
+        spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(int(timeout * 1000))
 
 
 @dataclass(frozen=True)

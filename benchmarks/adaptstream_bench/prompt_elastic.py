@@ -1,15 +1,15 @@
 """``adaptstream bench prompt-elastic``: Prompt's latency-aware auto-scaler (Alg. 4) against static provisioning
 at the peak and at the mean, and against Spark's own dynamic allocation, on a real standalone cluster (Fig. 12).
 
-One invocation starts a standalone master and N one-core workers on 127.0.0.1 (``scripts/cluster.sh``, state and
-work directories under a temporary directory) unless ``--master`` names a running one, and runs the same seeded
-input through a pane-mode aggregation (``adaptstream run --reduce``) once per policy and rate pattern
-(``sinusoidal`` and ``step``, both with the same mean and a 4x swing by default). ``prompt``, ``static_peak`` and
-``static_mean`` share one Spark application (their executors are set through Spark's executor requests before and
-during each run); ``dynamic_allocation`` needs ``spark.dynamicAllocation.enabled`` at start-up, so it gets an
-application of its own. Per batch: W, rows, keys, map tasks, reduce buckets and the executors Spark had; per run:
-Spark's own executor add/remove times, integrated to executor-seconds. The report module computes the figures and
-the targets from the recorded runs.
+One invocation starts a standalone master and N one-core workers on 127.0.0.1 (``scripts/cluster.sh``, state and work
+directories under a temporary directory) unless ``--master`` names a running one, and runs the same seeded input
+through a pane-mode aggregation (``adaptstream run --reduce``) once per policy and rate pattern (``sinusoidal`` and
+``step``, both with the same mean and a 4x swing by default). ``prompt`` (Alg. 4), ``prompt_fast`` (ours: Alg. 4 with
+an onset rule), ``static_peak`` and ``static_mean`` share one Spark application (their executors are set through
+Spark's executor requests before and during each run); ``dynamic_allocation`` needs
+``spark.dynamicAllocation.enabled`` at start-up, so it gets an application of its own. Per batch: W, rows, keys, map
+tasks, reduce buckets and the executors Spark had; per run: Spark's own executor add/remove times, integrated to
+executor-seconds. The report module computes the figures and the targets from the recorded runs.
 """
 
 from __future__ import annotations
@@ -71,14 +71,16 @@ def plans(workers: int, amplitude: float, peak: int | None = None, mean: int | N
     :func:`smallest_on_time`) the static baselines take those. Alg. 4 starts at the mean's plan."""
     peak = workers if peak is None else peak
     mean = max(1, math.ceil(workers / (1 + amplitude) - 1e-9)) if mean is None else mean
+    alg4 = {
+        "executors": mean,
+        "params": f"initial_map_tasks={mean};initial_reduce_buckets={mean};min_executors=1;"
+        f"max_executors={workers};max_tasks={2 * workers};cores_per_executor=1",
+    }
     return {
         "static_peak": {"executors": peak, "params": static_params(peak)},
         "static_mean": {"executors": mean, "params": static_params(mean)},
-        "prompt": {
-            "executors": mean,
-            "params": f"initial_map_tasks={mean};initial_reduce_buckets={mean};min_executors=1;"
-            f"max_executors={workers};max_tasks={2 * workers};cores_per_executor=1",
-        },
+        "prompt": alg4,
+        "prompt_fast": dict(alg4),  # ours: Alg. 4 plus the onset rule, same bounds and start
         "ds2": {
             "executors": mean,
             "params": f"initial_executors={mean};min_executors=1;max_executors={workers};cores_per_executor=1",
@@ -120,7 +122,8 @@ def run_one(spark, policy: str, pattern: str, a: dict, work: Path, ctl, plan: di
     from adaptstream.spark.executors import executor_intervals
 
     managed = policy != "dynamic_allocation"
-    tuned = (policy if policy in ("prompt", "ds2") else "static") if managed else None  # the elasticity policy
+    # the elasticity policy
+    tuned = (policy if policy in ("prompt", "prompt_fast", "ds2") else "static") if managed else None
     app = a.get("route") == "app"
     spec = RunSpec(
         workload=worked_workload(a["row_work"]) if app else a["workload"],

@@ -19,7 +19,7 @@ import numpy as np
 from adaptstream_bench.meta import dirty_note
 
 NAME = "prompt_elastic"
-POLICIES = ("prompt", "ds2", "static_peak", "static_mean", "dynamic_allocation")
+POLICIES = ("prompt", "prompt_fast", "ds2", "static_peak", "static_mean", "dynamic_allocation")
 ON_TIME_TARGET = 0.95  # share of batches with W <= 1 after the warm-up (issue #9)
 SHARE_OF_PEAK = 0.60  # prompt's executor-seconds / static peak's
 EQUAL_TOLERANCE = 0.05  # "equal or lower" executor-seconds, within this relative margin
@@ -130,23 +130,26 @@ def policy_figures(runs: list[dict]) -> dict:
     return out
 
 
-def targets(policies: dict, trigger: float | None = None, workers: int | None = None) -> list[dict]:
-    """The issue's elasticity targets; each verdict computed here (None: a policy it needs was not run). With the
-    batch interval, also the step response (#56): needs ``step_delays`` on prompt's figures."""
-    p, peak, da = policies.get("prompt"), policies.get("static_peak"), policies.get("dynamic_allocation")
+def targets(
+    policies: dict, trigger: float | None = None, workers: int | None = None, subject: str = "prompt"
+) -> list[dict]:
+    """The issue's elasticity targets for ``subject`` (Alg. 4, or our variant ``prompt_fast`` judged by the same
+    rules); each verdict computed here (None: a policy it needs was not run). With the batch interval, also the
+    step response (#56): needs ``step_delays`` on the subject's figures."""
+    p, peak, da = policies.get(subject), policies.get("static_peak"), policies.get("dynamic_allocation")
     out: list[dict[str, Any]] = []
     rule1 = (
-        f"prompt's on-time share (batches with W <= 1 after the warm-up, all patterns pooled) >= "
+        f"{subject}'s on-time share (batches with W <= 1 after the warm-up, all patterns pooled) >= "
         f"{ON_TIME_TARGET:.0%} and its executor-seconds (Spark's executor add/remove times integrated over the "
         f"measurement windows) <= {SHARE_OF_PEAK:.0%} of static_peak's"
     )
     if p is None or peak is None or p["on_time_share"] is None or not peak["executor_seconds"]:
-        out.append({"target": "prompt vs static peak", "rule": rule1, "measured": "not run", "met": None})
+        out.append({"target": f"{subject} vs static peak", "rule": rule1, "measured": "not run", "met": None})
     else:
         share = p["executor_seconds"] / peak["executor_seconds"]
         out.append(
             {
-                "target": "prompt vs static peak",
+                "target": f"{subject} vs static peak",
                 "rule": rule1,
                 "measured": f"on time {p['on_time_share']:.1%}; executor-seconds {p['executor_seconds']:.0f} = "
                 f"{share:.0%} of static_peak's {peak['executor_seconds']:.0f}",
@@ -154,15 +157,16 @@ def targets(policies: dict, trigger: float | None = None, workers: int | None = 
             }
         )
     rule2 = (
-        "prompt's on-time share > dynamic_allocation's, with prompt's executor-seconds <= dynamic_allocation's "
-        f"(equal within {EQUAL_TOLERANCE:.0%})"
+        f"{subject}'s on-time share > dynamic_allocation's, with {subject}'s executor-seconds <= "
+        f"dynamic_allocation's (equal within {EQUAL_TOLERANCE:.0%})"
     )
+    target2 = f"{subject} vs Spark dynamic allocation"
     if p is None or da is None or p["on_time_share"] is None or da["on_time_share"] is None:
-        out.append({"target": "prompt vs Spark dynamic allocation", "rule": rule2, "measured": "not run", "met": None})
+        out.append({"target": target2, "rule": rule2, "measured": "not run", "met": None})
     else:
         out.append(
             {
-                "target": "prompt vs Spark dynamic allocation",
+                "target": target2,
                 "rule": rule2,
                 "measured": f"on time {p['on_time_share']:.1%} vs {da['on_time_share']:.1%}; executor-seconds "
                 f"{p['executor_seconds']:.0f} vs {da['executor_seconds']:.0f}",
@@ -173,15 +177,15 @@ def targets(policies: dict, trigger: float | None = None, workers: int | None = 
             }
         )
     if trigger is not None:  # the targets issue #56 added (rules of that issue, beside #9's above)
-        out.append(da_target_56(p, da))
-        out.append(step_target(p, trigger, workers))
+        out.append(da_target_56(p, da, subject))
+        out.append(step_target(p, trigger, workers, subject))
     return out
 
 
-def da_target_56(p: dict | None, da: dict | None) -> dict:
+def da_target_56(p: dict | None, da: dict | None, subject: str = "prompt") -> dict:
     """Issue #56's form of the comparison with dynamic allocation: on-time share >= its, executor-seconds <= its."""
-    rule = "prompt's on-time share >= dynamic_allocation's and prompt's executor-seconds <= dynamic_allocation's"
-    target = "prompt vs Spark dynamic allocation (#56: at least as on time, no more executor-seconds)"
+    rule = f"{subject}'s on-time share >= dynamic_allocation's and {subject}'s executor-seconds <= dynamic_allocation's"
+    target = f"{subject} vs Spark dynamic allocation (#56: at least as on time, no more executor-seconds)"
     if p is None or da is None or p["on_time_share"] is None or da["on_time_share"] is None:
         return {"target": target, "rule": rule, "measured": "not run", "met": None}
     return {
@@ -200,16 +204,16 @@ def _delay_text(d: dict) -> str:
     return f"rise at {d['rise']:.0f} s: plan after {sec(d['planned_s'])}, executor added after {sec(d['added_s'])}"
 
 
-def step_target(p: dict | None, trigger: float, workers: int | None) -> dict:
-    """Prompt plans more executors within STEP_INTERVALS batch intervals of every rise of the step rate (rises
+def step_target(p: dict | None, trigger: float, workers: int | None, subject: str = "prompt") -> dict:
+    """The subject plans more executors within STEP_INTERVALS batch intervals of every rise of the step rate (rises
     where its plan already had every worker are left out); Spark's executor add times are shown beside."""
     limit = STEP_INTERVALS * trigger
     rule = (
-        f"at every rise of the step rate, prompt's plan asks for more executors by the end of a batch that ends within "
-        f"{STEP_INTERVALS:g} batch intervals ({limit:g} s) of the rise; rises where the plan already had every "
-        "worker are left out"
+        f"at every rise of the step rate, {subject}'s plan asks for more executors by the end of a batch that ends "
+        f"within {STEP_INTERVALS:g} batch intervals ({limit:g} s) of the rise; rises where the plan already had "
+        "every worker are left out"
     )
-    target = f"prompt scales out within {STEP_INTERVALS:g} batch intervals of a step"
+    target = f"{subject} scales out within {STEP_INTERVALS:g} batch intervals of a step"
     delays = (p or {}).get("step_delays") or []
     judged = [d for d in delays if workers is None or d.get("planned_before") is None or d["planned_before"] < workers]
     if not judged:
@@ -221,14 +225,17 @@ def step_target(p: dict | None, trigger: float, workers: int | None) -> dict:
 
 
 def complete(r: dict) -> dict:
-    """The report document with its per-policy figures and targets computed from the runs."""
+    """The report document with its per-policy figures and targets computed from the runs: Alg. 4's, and where
+    it ran, our variant's by the same rules (beside them, not instead)."""
     policies = policy_figures(r["runs"])
     c = r.get("meta", {}).get("config", {})
     if "period" in c:
         for x in r["runs"]:
             if x["pattern"] == "step" and x["policy"] in policies:
                 policies[x["policy"]]["step_delays"] = step_delays(x, c["period"])
-    return {**r, "policies": policies, "targets": targets(policies, c.get("trigger"), c.get("workers"))}
+    judged = ["prompt", *(["prompt_fast"] if "prompt_fast" in policies else [])]
+    found = [t for s in judged for t in targets(policies, c.get("trigger"), c.get("workers"), s)]
+    return {**r, "policies": policies, "targets": found}
 
 
 def _sizing_capacity(r: dict) -> str:
@@ -390,6 +397,10 @@ def markdown(r: dict) -> str:
         f"grace 3; it {'asks' if app else 'sets the next batch' + chr(39) + 's reduce buckets and asks'} Spark for "
         "executors (`requestTotalExecutors` / "
         f"`killExecutor`), between 1 and {c['workers']}; starts at {c['prompt_initial']}.",
+        "- `prompt_fast` (ours, not the paper's; where run): Alg. 4 plus an onset rule: a batch whose rows grew by "
+        "more than 5 % over the previous batch's and whose W x that growth exceeds thres scales out at once, to "
+        "tasks x predicted W / thres (at least one more, at most double); the batch right after such a decision "
+        "does not fire it again; same bounds and start as `prompt`.",
         f"- `ds2`: a DS2-style rate-based controller (`--elastic ds2`, the modern anchor): executors = "
         "ceil(executors x mean W over 3 batches / 0.8), two batches skipped after each decision, between 1 and "
         f"{c['workers']}; map tasks and reduce buckets follow the executors; starts at the mean's plan.",

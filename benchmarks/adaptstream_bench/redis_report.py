@@ -27,6 +27,7 @@ def targets(r: dict) -> list[tuple[str, str, str, bool | None]]:
             f"{redis_rate / files_rate:.2f}x ({redis_rate:,.0f} vs {files_rate:,.0f} rows/s)",
             redis_rate / files_rate >= 0.5,
         ),
+        _spread_target(r),
         *_generator_target(r),
         (
             "the producer is not what limits the Redis figure",
@@ -51,6 +52,21 @@ def targets(r: dict) -> list[tuple[str, str, str, bool | None]]:
             )
         )
     return out
+
+
+def _spread_target(r: dict) -> tuple[str, str, str, bool | None]:
+    """The 0.5x target judged with the runs' spread. Added after the recorded run (git 24f8d25) missed the median
+    rule by 0.01x; shown beside that rule, never instead of it (#55)."""
+    red, fil = ([x["rows_per_s"] for x in r["drain"][p]] for p in PATHS)
+    lo, hi = min(red) / max(fil), max(red) / min(fil)
+    return (
+        "Redis drain rate >= 0.5x the files drain rate, with the runs' spread (rule added after the recorded run "
+        "missed the median rule; beside it, not instead)",
+        "slowest Redis run / fastest files run >= 0.5: met; fastest Redis run / slowest files run < 0.5: missed; "
+        "otherwise undecided",
+        f"{lo:.2f}x-{hi:.2f}x over {len(red)} x {len(fil)} runs",
+        True if lo >= 0.5 else (False if hi < 0.5 else None),
+    )
 
 
 def _generator_rows(r: dict) -> list[str]:
@@ -113,7 +129,7 @@ def write_report(r: dict, target: Path) -> None:
     (target / "redis.json").write_text(json.dumps(r, indent=1, default=float) + "\n")
     _plot(r, target / "redis.png")
     m = r["meta"]
-    verdict = {True: "met", False: "missed", None: "not measured"}
+    verdict = {True: "met", False: "missed", None: "undecided"}
     drain_rows = [
         f"| {p} | {median(r['drain'][p], 'rows_per_s'):,.0f} | "
         + ", ".join(f"{x['rows_per_s']:,.0f}" for x in r["drain"][p])

@@ -81,3 +81,16 @@ def test_the_live_files_check_gives_the_generator_connector_only_its_own_options
     live = frame({"connector": "generator", "generator": "linear_road", "rate": "100", "duration": "5"})
     assert "fileStableSeconds" not in live
     SourceOptions.parse(live)  # the source accepts exactly these options
+
+
+@pytest.mark.parametrize(("scale", "met"), [(1.0, None), (1.3, True), (0.8, False)])
+def test_the_spread_rule_stands_beside_the_median_rule(scale, met):
+    doc = _doc(1e9)
+    for x in doc["drain"]["redis"]:
+        x["rows_per_s"] *= scale
+    got = {t: ok for t, _rule, _m, ok in targets(doc)}
+    spread = [ok for t, ok in got.items() if "with the runs' spread" in t]
+    median_rule = got["Redis drain rate >= 0.5x the files drain rate"]
+    # the recorded runs (0.48x-0.60x) straddle 0.5: undecided with the spread, missed by the median rule
+    assert spread == [met]
+    assert median_rule is (scale != 1.0 and met is True)

@@ -18,7 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 FIGURE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*-\s*(\d+(?:\.\d+)?))?\s?(x|%)(?!\w)")
 LINK = re.compile(r"\((docs/results/[\w./-]+?\.md)\)")
-NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+NUMBER = re.compile(r"(?:(?<![\w.)])-)?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")  # "0.48x-0.60x": a range, not -0.60
 
 
 def _klink_ratio(n: int, key: str) -> Callable[[dict], float]:

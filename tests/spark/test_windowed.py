@@ -145,6 +145,36 @@ def test_function_sink_late_and_untimed_rows_counted_across_a_restart(spark, tmp
     assert seen[-1][0] == 1  # the second run's batch id follows the first's
 
 
+def test_drained_source_emits_every_window_and_the_query_stops_without_available_now(spark, tmp_path):
+    """The source's ``drain`` (sealed by an empty end-of-input file) ends a query on Spark's default trigger: the
+    batch that reads the end emits every window, whatever the watermark, and the query stops itself."""
+    src = tmp_path / "in"
+    src.mkdir()
+    _csv(src / "a.csv", _rows(300, 3))
+    _csv(src / "b.csv", _rows(200, 4, start=180))
+    end = tmp_path / "end.csv"
+    end.write_text("")
+    sink, ck = tmp_path / "out", tmp_path / "ck"
+    q = adaptstream.windowed_aggregate(
+        _stream(spark, src, maxFilesPerTrigger="1", drain="true", sentinelPath=str(end)),
+        keys="k",
+        time="ts",
+        window="30 seconds",
+        slide="10 seconds",
+        aggs=AGGS,
+        sink=str(sink),
+        reduce="split",
+        reduce_buckets=3,
+        watermark="1 hour",  # no window would close before the end of the input
+        checkpoint=str(ck),
+    )
+    assert q.awaitTermination(120), "the drained query did not stop"
+    assert q.exception() is None
+    assert _sink_rows(spark, sink) == _oracle(spark, src)
+    assert adaptstream.windowed_stats(str(ck))["rows"] == 500
+    assert not spark.streams.active
+
+
 def test_user_errors_are_config_errors(spark, tmp_path):
     src = tmp_path / "in"
     src.mkdir()

@@ -257,9 +257,12 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self._admissions[end] = (now, est)
         if self.planner is not None:
             self.planner.release(self._num_blocks())
-        if self._target is not None and end >= self._target:  # availableNow's last batch (spark/windowed.py)
-            return {**self._offset(end), "availableNowEnd": True}
-        return self._offset(end)
+        marks = {}  # how spark/windowed.py knows a finite input's last batch
+        if self._target is not None and end >= self._target:
+            marks["availableNowEnd"] = True
+        if any(r.sentinel for r in refs):  # drain: the end-of-input entry is always the manifest's last
+            marks["inputEnd"] = True
+        return {**self._offset(end), **marks}
 
     def _poll_connector(self) -> None:
         new = self.connector.poll()

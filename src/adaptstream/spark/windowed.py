@@ -7,20 +7,26 @@ by the application's elasticity policy. This module turns the user's parameters 
 buckets chosen by the allocator, each window written once when the watermark passes its end.
 
 End of a finite input: under ``trigger={"availableNow": True}`` an adaptstream source marks the offset of its last
-batch (``availableNowEnd``); the batch whose offsets (the checkpoint's ``offsets/<batch id>``, written by Spark
-before the batch runs) carry that mark for every adaptstream source emits every window, and the query stops.
+batch (``availableNowEnd``), and a source with ``drain`` the offset of the batch that reads its end-of-input entry
+(``inputEnd``); the batch whose offsets (the checkpoint's ``offsets/<batch id>``, written by Spark before the batch
+runs) carry such a mark for every adaptstream source emits every window, and the query stops (Spark stops an
+``availableNow`` query; :class:`StopAtInputEnd` a drained one once that batch committed).
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import os
 import re
 import tempfile
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.streaming import StreamingQueryListener
 
 from adaptstream.errors import ConfigError
 from adaptstream.spark.pane import PaneExecutor, PaneHooks, PaneSpec
@@ -192,16 +198,78 @@ def check_trigger(trigger: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def ends_input(checkpoint: str, batch_id: int) -> bool:
-    """Whether batch ``batch_id`` reads the last data of every adaptstream source under ``availableNow``."""
-    from adaptstream.spark.drain import _doc
-
+    """Whether batch ``batch_id`` reads the last data of every adaptstream source: under ``availableNow``, or of a
+    source whose ``drain`` sealed its input (the batch that reads the end-of-input entry)."""
     try:
         with open(os.path.join(checkpoint, "offsets", str(batch_id)), encoding="utf-8") as f:
             lines = f.read().splitlines()
     except OSError:
         return False
-    ours = [d for d in (_doc(line) for line in lines[2:]) if "state" in d]
-    return bool(ours) and all(d.get("availableNowEnd") is True for d in ours)
+    return last_offsets(lines[2:])
+
+
+def last_offsets(offsets: Sequence[Any]) -> bool:
+    """Whether these end offsets (JSON strings or dicts, one per source) end the input of every adaptstream source
+    among them (other sources' offsets are ignored; none of ours: False)."""
+    from adaptstream.spark.drain import _doc
+
+    ours = [d for d in (_doc(x) for x in offsets) if "state" in d]
+    return bool(ours) and all(d.get("availableNowEnd") is True or d.get("inputEnd") is True for d in ours)
+
+
+class StopAtInputEnd(StreamingQueryListener):
+    """Stops a windowed query once the batch that read a drained input's end has committed. Spark stops an
+    ``availableNow`` query itself; a source whose ``drain`` sealed its input only stops offering data. The stop runs
+    in a thread of its own (a listener must not block Spark's listener bus), and the listener removes itself when
+    its query terminates."""
+
+    def __init__(self, spark: Any) -> None:
+        self._session = spark
+        self.query: StreamingQuery | None = None
+        self._ended: set[str] = set()  # ids of queries whose input ended (before attach, too)
+        self._lock = threading.Lock()
+        self._stopping = False
+
+    def attach(self, query: StreamingQuery) -> None:
+        with self._lock:
+            self.query = query
+            ended = str(query.id) in self._ended
+        if ended:
+            self._stop()
+
+    def onQueryStarted(self, event: Any) -> None:
+        return None
+
+    def onQueryProgress(self, event: Any) -> None:
+        p = event.progress
+        if not last_offsets([s.endOffset for s in (p.sources or ())]):
+            return
+        with self._lock:
+            self._ended.add(str(p.id))
+            ours = self.query is not None and str(self.query.id) == str(p.id)
+        if ours:
+            self._stop()
+
+    def onQueryIdle(self, event: Any) -> None:
+        return None
+
+    def onQueryTerminated(self, event: Any) -> None:
+        with self._lock:
+            ours = self.query is not None and str(self.query.id) == str(event.id)
+        if ours:
+            threading.Thread(target=self._remove, daemon=True, name="adaptstream-windowed-listener").start()
+
+    def _stop(self) -> None:
+        with self._lock:
+            if self._stopping or self.query is None:
+                return
+            self._stopping = True
+            query = self.query
+        threading.Thread(target=query.stop, daemon=True, name="adaptstream-windowed-drain").start()
+
+    def _remove(self) -> None:
+        with contextlib.suppress(Exception):  # a stopped session has nothing to remove from
+            self._session.streams.removeListener(self)
 
 
 def _sink_hook(sink: Callable[..., Any]) -> Callable[[DataFrame, int], None]:
@@ -259,13 +327,22 @@ def windowed_aggregate(
     config = WindowedConfig.of(keys, time, window, slide, aggs, watermark)
     trig = check_trigger(trigger)
     ck = os.path.abspath(checkpoint) if checkpoint else tempfile.mkdtemp(prefix="adaptstream-windowed-")
-    executor = _executor(df, config.spec(df.schema, name or "windowed"), sink, reduce, reduce_buckets, device, trig, ck)
+    executor = _executor(df, config.spec(df.schema, name or "windowed"), sink, reduce, reduce_buckets, device, ck)
     writer = df.writeStream.foreachBatch(executor).option("checkpointLocation", ck)
     if name:
         writer = writer.queryName(name)
     if trig:
         writer = writer.trigger(**trig)
-    return writer.start()
+    spark: Any = df.sparkSession
+    stopper = StopAtInputEnd(spark)
+    spark.streams.addListener(stopper)
+    try:
+        query = writer.start()
+    except BaseException:
+        spark.streams.removeListener(stopper)
+        raise
+    stopper.attach(query)
+    return query
 
 
 def _executor(
@@ -275,7 +352,6 @@ def _executor(
     reduce: str,
     reduce_buckets: int | None,
     device: str,
-    trig: dict[str, Any],
     ck: str,
 ) -> PaneExecutor:
     from adaptstream.allocation import ALLOCATORS
@@ -289,7 +365,7 @@ def _executor(
     state = os.path.join(ck, STATE_DIR)
     hooks = PaneHooks(
         sink=_sink_hook(sink) if callable(sink) else None,
-        final=(lambda b: ends_input(ck, b)) if trig.get("availableNow") else None,
+        final=lambda b: ends_input(ck, b),
         buckets=follow,
     )
     results = os.path.abspath(sink) if isinstance(sink, str) else os.path.join(state, "results")

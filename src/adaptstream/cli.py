@@ -13,7 +13,7 @@ import sys
 import time
 import traceback
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -31,6 +31,9 @@ from adaptstream.partitioning import PARTITIONERS
 from adaptstream.registry import Registry
 from adaptstream.scheduling import SCHEDULERS
 from adaptstream.workloads import WORKLOADS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from adaptstream.runner import RunSpec
 
 DEBUG_ENV = "ADAPTSTREAM_DEBUG"
 app = typer.Typer(
@@ -274,8 +277,7 @@ def run(
 ) -> None:
     """Run one workload (or several, concurrently, under a multi-query scheduler), or your own --sql queries over
     --input, and summarise it."""
-    from adaptstream.metrics.plots import plot_timelines
-    from adaptstream.runner import RunSpec, check_spec, input_files, is_redis_url
+    from adaptstream.runner import RunSpec
 
     if device != "cpu":
         if reduce is None:
@@ -364,22 +366,33 @@ def run(
         elastic=elastic,
         elastic_params=elastic_params,
     )
-    if elastic is not None:
+    _run_single(spec, run_dir, master)
+
+
+def _run_single(spec: RunSpec, run_dir: str | None, master: str) -> None:
+    """One built-in workload: check, start Spark, run with a progress bar, plot, print the summary."""
+    from adaptstream.metrics.plots import plot_timelines
+    from adaptstream.runner import check_spec, input_files, is_redis_url
+
+    if spec.elastic is not None:
         from adaptstream.spark.executors import check_elastic_master
 
         check_elastic_master(master)
     run_dir = run_dir or os.path.join("runs", f"{spec.label()}-{time.strftime('%Y%m%d-%H%M%S')}")
     check_spec(spec, run_dir)
-    if input and not is_redis_url(input) and not input_files(input):
-        msg = f"--input {input!r} holds no data files (names starting with '.' or '_' are skipped): nothing to run"
+    if spec.input_dir and not is_redis_url(spec.input_dir) and not input_files(spec.input_dir):
+        msg = (
+            f"--input {spec.input_dir!r} holds no data files (names starting with '.' or '_' are skipped): "
+            "nothing to run"
+        )
         raise ConfigError(msg)
     log_file = os.path.join(_fresh_dir(run_dir), "spark.log")
     spark = _spark(master, log_file)
     result = _run_with_progress(spark, spec, run_dir, log_file)
     plot_timelines(
-        {admission: result.metrics_dir},
+        {spec.admission: result.metrics_dir},
         os.path.join(run_dir, "timeline.png"),
-        f"{name} under {admission}",
+        f"{spec.workload} under {spec.admission}",
         result.slide or None,
     )
     _print_table([result])

@@ -140,7 +140,6 @@ def run_multi(
     """Run every workload concurrently; returns when all finished (or raises the first failure)."""
     from adaptstream.control.controller import Controller, jvm_heap_used
     from adaptstream.scheduling import build_scheduler
-    from adaptstream.workloads import WORKLOADS
 
     run_dir = os.path.abspath(run_dir)
     specs = tuple(replace(s, input_dir=os.path.abspath(s.input_dir)) if s.input_dir else s for s in ms.specs)
@@ -150,105 +149,142 @@ def run_multi(
     controller = None
     if policy.gates and len(specs) > 1:
         controller = Controller(policy, memory=jvm_heap_used(spark)).start()
-    pools = ms.scheduler.lower() == "fair" and len(specs) > 1
     rng = np.random.default_rng(ms.seed)
-    delays = {n: float(rng.uniform(0.0, ms.start_spread)) if ms.start_spread > 0 else 0.0 for n in names}
-    results: dict[str, RunResult] = {}
-    errors: list[BaseException] = []
-    t0 = time.time()
-
-    alive = {n: threading.Event() for n in names}
-    gates = _gates(ms, names, run_dir)
-
-    def one(name: str, spec: RunSpec) -> None:
-        try:
-            k = names.index(name)
-            if k > 0:  # one source process starting at a time: Spark gives each 10 s to connect back
-                alive[names[k - 1]].wait(START_WAIT)
-            wait = t0 + delays[name] - time.time()
-            if wait > 0 and name not in gates:  # the experiment's design: queries start at random times
-                time.sleep(wait)
-            if pools:  # FAIR: one pool per query, captured from this thread's local property at query start
-                spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
-            wl = WORKLOADS.get(spec.workload)
-            extra = {"windowPeriod": str(wl.effective_slide_s), "watermarkDelay": str(wl.watermark_delay_s)}
-            if controller is not None:
-                extra.update(controller=controller.address, controllerSecret=controller.secret, controllerQuery=name)
-            if name in gates:
-                extra.update(startGate=gates[name])
-
-            def progress(snap: dict) -> None:
-                if snap["completed"] > 0:  # its first batch (code generation, state stores) is behind it
-                    alive[name].set()
-                if name in gates and os.path.exists(gate_ready_path(gates[name])):  # up, waiting at its gate
-                    alive[name].set()
-                if on_progress is not None:
-                    on_progress(name, snap)
-
-            def output(_batch_id: int, rows: int) -> None:  # measured selectivity for the scheduler
-                if controller is not None:
-                    controller.report_output(name, rows)
-
-            results[name] = run_workload_retrying(
-                spark,
-                spec,
-                os.path.join(run_dir, name),
-                on_progress=progress,
-                extra_options=extra,
-                query_name=f"{name}_{ms.scheduler}",
-                on_output=output,
-            )
-        except BaseException as e:  # reported by the caller's thread
-            alive[name].set()
-            errors.append(e)
-            for q in spark.streams.active:  # one failed query ends the run: stop the others
-                q.stop()
-
+    run = _MultiRun(
+        spark,
+        ms,
+        run_dir,
+        names,
+        controller,
+        pools=ms.scheduler.lower() == "fair" and len(specs) > 1,
+        delays={n: float(rng.uniform(0.0, ms.start_spread)) if ms.start_spread > 0 else 0.0 for n in names},
+        gates=_gates(ms, names, run_dir),
+        on_progress=on_progress,
+    )
     os.makedirs(run_dir, exist_ok=True)
     for name in names:
         path = os.path.join(run_dir, name)
         if os.path.exists(path):
             shutil.rmtree(path)
-    threads = [
-        threading.Thread(target=one, args=(n, s), name=f"adaptstream-{n}", daemon=True)
-        for n, s in zip(names, specs, strict=True)
-    ]
-    opener = threading.Thread(
-        target=_open_gates, args=(gates, alive, delays, errors), name="adaptstream-start-gates", daemon=True
-    )
     try:
-        for t in threads:
-            t.start()
-        if gates:
-            opener.start()
-        for t in threads:
-            t.join()
+        run.start_and_join()
     finally:
         stats = controller.stats() if controller is not None else None
         if controller is not None:
             controller.stop()
-    wall = time.time() - t0
-    with open(os.path.join(run_dir, "multi.json"), "w") as f:
-        json.dump(
-            {
-                "scheduler": ms.scheduler,
-                "scheduler_params": dict(ms.scheduler_params),
-                "workloads": names,
-                "start_delays": delays,
-                "controller": stats,
-                "wall_seconds": wall,
-                "specs": [s.record() for s in specs],
-                "gated": controller is not None,
-                "together": bool(gates),
-                "fair_pools": pools,
-            },
-            f,
-            indent=2,
-        )
-    if errors:
-        first = errors[0]
+    wall = time.time() - run.t0
+    _write_multi_json(run, stats, wall)
+    if run.errors:
+        first = run.errors[0]
         if isinstance(first, AdaptstreamError):
             raise first
         msg = f"a query of the multi-query run failed: {type(first).__name__}: {first}"
         raise AdaptstreamError(msg) from first
-    return MultiResult(ms, run_dir, names, results, stats, delays, wall)
+    return MultiResult(ms, run_dir, names, run.results, stats, run.delays, wall)
+
+
+@dataclass
+class _MultiRun:
+    """One multi-query run's shared state: each query runs in a thread of its own; one failure stops the rest."""
+
+    spark: Any
+    ms: MultiSpec
+    run_dir: str
+    names: list[str]
+    controller: Any
+    pools: bool  # FAIR: one pool per query
+    delays: dict[str, float]  # the experiment's random start times
+    gates: dict[str, str]  # queries that start together: their start-gate files
+    on_progress: Callable[[str, dict], None] | None
+    t0: float = field(default_factory=time.time)
+    results: dict[str, RunResult] = field(default_factory=dict)
+    errors: list[BaseException] = field(default_factory=list)
+    alive: dict[str, threading.Event] = field(default_factory=dict)
+
+    def start_and_join(self) -> None:
+        self.alive = {n: threading.Event() for n in self.names}
+        threads = [
+            threading.Thread(target=self.one, args=(n, s), name=f"adaptstream-{n}", daemon=True)
+            for n, s in zip(self.names, self.ms.specs, strict=True)
+        ]
+        opener = threading.Thread(
+            target=_open_gates,
+            args=(self.gates, self.alive, self.delays, self.errors),
+            name="adaptstream-start-gates",
+            daemon=True,
+        )
+        for t in threads:
+            t.start()
+        if self.gates:
+            opener.start()
+        for t in threads:
+            t.join()
+
+    def one(self, name: str, spec: RunSpec) -> None:
+        try:
+            self._wait_for_turn(name)
+            if self.pools:  # FAIR: one pool per query, captured from this thread's local property at query start
+                self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
+            self.results[name] = run_workload_retrying(
+                self.spark,
+                spec,
+                os.path.join(self.run_dir, name),
+                on_progress=lambda snap: self._progress(name, snap),
+                extra_options=self._source_options(name, spec),
+                query_name=f"{name}_{self.ms.scheduler}",
+                on_output=lambda _batch_id, rows: self._output(name, rows),
+            )
+        except BaseException as e:  # reported by the caller's thread
+            self.alive[name].set()
+            self.errors.append(e)
+            for q in self.spark.streams.active:  # one failed query ends the run: stop the others
+                q.stop()
+
+    def _wait_for_turn(self, name: str) -> None:
+        k = self.names.index(name)
+        if k > 0:  # one source process starting at a time: Spark gives each 10 s to connect back
+            self.alive[self.names[k - 1]].wait(START_WAIT)
+        wait = self.t0 + self.delays[name] - time.time()
+        if wait > 0 and name not in self.gates:  # the experiment's design: queries start at random times
+            time.sleep(wait)
+
+    def _source_options(self, name: str, spec: RunSpec) -> dict[str, str]:
+        from adaptstream.workloads import WORKLOADS
+
+        wl = WORKLOADS.get(spec.workload)
+        extra = {"windowPeriod": str(wl.effective_slide_s), "watermarkDelay": str(wl.watermark_delay_s)}
+        if self.controller is not None:
+            c = self.controller
+            extra.update(controller=c.address, controllerSecret=c.secret, controllerQuery=name)
+        if name in self.gates:
+            extra.update(startGate=self.gates[name])
+        return extra
+
+    def _progress(self, name: str, snap: dict) -> None:
+        if snap["completed"] > 0:  # its first batch (code generation, state stores) is behind it
+            self.alive[name].set()
+        if name in self.gates and os.path.exists(gate_ready_path(self.gates[name])):  # up, waiting at its gate
+            self.alive[name].set()
+        if self.on_progress is not None:
+            self.on_progress(name, snap)
+
+    def _output(self, name: str, rows: int) -> None:  # measured selectivity for the scheduler
+        if self.controller is not None:
+            self.controller.report_output(name, rows)
+
+
+def _write_multi_json(run: _MultiRun, stats: Any, wall: float) -> None:
+    doc = {
+        "scheduler": run.ms.scheduler,
+        "scheduler_params": dict(run.ms.scheduler_params),
+        "workloads": run.names,
+        "start_delays": run.delays,
+        "controller": stats,
+        "wall_seconds": wall,
+        "specs": [s.record() for s in run.ms.specs],
+        "gated": run.controller is not None,
+        "together": bool(run.gates),
+        "fair_pools": run.pools,
+    }
+    with open(os.path.join(run.run_dir, "multi.json"), "w") as f:
+        json.dump(doc, f, indent=2)

@@ -19,14 +19,9 @@ def run_several(
     **spec_fields,
 ) -> None:
     """Check everything, start one SparkSession, run the workloads concurrently, summarise each."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     from adaptstream.console import console
     from adaptstream.console import fresh_dir as _fresh_dir
-    from adaptstream.console import print_table as _print_table
-    from adaptstream.metrics.output_latency import output_latency
-    from adaptstream.metrics.plots import plot_timelines
-    from adaptstream.multiquery import MultiSpec, check_multi, run_multi, spark_conf
+    from adaptstream.multiquery import MultiSpec, check_multi, spark_conf
     from adaptstream.policy import parse_params
     from adaptstream.runner import RunSpec, input_files
     from adaptstream.spark.session import build_spark
@@ -52,6 +47,22 @@ def run_several(
     else:
         spark = spark_factory(master, log_file)
     total = len(input_files(input_dir)) if input_dir else round(spec_fields.get("duration", 60.0))
+    if not input_dir and len(names) > 1:
+        console.print(f"starting {len(names)} queries one after another; their generated input begins once all are up")
+    try:
+        result = _run_with_progress(spark, ms, run_dir, names, total)
+    except AdaptstreamError as exc:
+        raise type(exc)(f"{exc} (Spark's log: {log_file})") from exc
+    _summarise(result, names, scheduler, run_dir)
+
+
+def _run_with_progress(spark, ms, run_dir: str, names: list[str], total: int):
+    """:func:`run_multi` with one progress bar per query (datasets completed of ``total``)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from adaptstream.console import console
+    from adaptstream.multiquery import run_multi
+
     with Progress(
         TextColumn("[bold]{task.fields[label]}"),
         BarColumn(),
@@ -64,14 +75,16 @@ def run_several(
         def show(name: str, snap: dict) -> None:
             prog.update(tasks[name], completed=min(snap["completed"], total))
 
-        if not input_dir and len(names) > 1:
-            console.print(
-                f"starting {len(names)} queries one after another; their generated input begins once all are up"
-            )
-        try:
-            result = run_multi(spark, ms, run_dir, show)
-        except AdaptstreamError as exc:
-            raise type(exc)(f"{exc} (Spark's log: {log_file})") from exc
+        return run_multi(spark, ms, run_dir, show)
+
+
+def _summarise(result, names: list[str], scheduler: str, run_dir: str) -> None:
+    """Each query's timeline plot, the summary table, output latencies and where the run's files are."""
+    from adaptstream.console import console
+    from adaptstream.console import print_table as _print_table
+    from adaptstream.metrics.output_latency import output_latency
+    from adaptstream.metrics.plots import plot_timelines
+
     for name in names:
         r = result.results[name]
         plot_timelines(

@@ -298,76 +298,20 @@ def run_workload(
     ``on_output(batch_id, rows_out)`` hears how many result rows each micro-batch wrote (also recorded in
     ``metrics/outputs.jsonl``; the multi-query runner feeds it to the scheduler as measured selectivity)."""
     from adaptstream.metrics.summary import summarize
-    from adaptstream.workloads import GENERATORS, WORKLOADS
 
     # Absolute paths: Spark's JVM and the source's Python process keep the working directory they started in.
     run_dir = os.path.abspath(run_dir)
     if spec.input_dir and not is_redis_url(spec.input_dir):
         spec = replace(spec, input_dir=os.path.abspath(spec.input_dir))
     check_spec(spec, run_dir)
-    workload = WORKLOADS.get(spec.workload)
-    generator = GENERATORS.get(workload.generator)(seed=spec.seed).build()
-    if fresh and os.path.exists(run_dir):
-        shutil.rmtree(run_dir)
-    os.makedirs(run_dir, exist_ok=True)
-    with open(os.path.join(run_dir, "run.json"), "w") as f:
-        json.dump(
-            {
-                "spec": spec.record(),
-                "started": time.time(),
-                "machine": _machine(),
-                "spark": spark.version,
-                "master": spark.sparkContext.master,
-            },
-            f,
-            indent=2,
-        )
-    if spec.drain:
-        _write_sentinel(workload, generator, run_dir, spec)
+    workload, generator = _prepare_run_dir(spark, spec, run_dir, fresh)
     reader = spark.readStream.format("adaptstream").schema(generator.spark_schema_ddl)
     for k, v in {**source_options(spec, workload, run_dir), **(extra_options or {})}.items():
         reader = reader.option(k, v)
-    results = os.path.join(run_dir, "results")
-    sink: Callable[..., None]
     if spec.reduce is not None:  # pane mode: the raw stream, each micro-batch one map/reduce job we shape
-        from adaptstream.spark.pane import PaneExecutor
-
-        elastic, control = None, None
-        if spec.elastic is not None:
-            from adaptstream.spark.executors import ExecutorControl
-
-            control = ExecutorControl(spark.sparkContext)  # refuses local[*]
-            elastic = elastic_policy(spec)
-        out = reader.load()
-        sink = PaneExecutor(
-            workload,
-            spec.reduce,
-            spec.reduce_buckets,
-            os.path.join(run_dir, "pane-state"),
-            results,
-            os.path.join(run_dir, "metrics"),
-            elastic=elastic,
-            executors=control,
-            batch_interval=spec.trigger,
-            blocks_file=blocks_file(run_dir) if elastic is not None else None,
-        )
+        out, sink = reader.load(), _pane_sink(spark, spec, workload, run_dir)
     else:
-        out = workload.stream_query(reader.load())
-
-        outputs = os.path.join(run_dir, "metrics", "outputs.jsonl")
-
-        def write_batch(batch_df, batch_id: int) -> None:
-            folder = os.path.join(results, f"batch_id={batch_id}")
-            workload.finalize_batch(batch_df).write.mode("overwrite").parquet(folder)
-            rows_out = parquet_rows(folder)  # from the files' footers: no second Spark job
-            os.makedirs(os.path.dirname(outputs), exist_ok=True)
-            with open(outputs, "a") as f:
-                f.write(json.dumps({"batch_id": batch_id, "rows_out": rows_out, "written": time.time()}) + "\n")
-            if on_output is not None:
-                on_output(batch_id, rows_out)
-
-        sink = write_batch
-
+        out, sink = workload.stream_query(reader.load()), _batch_writer(workload, run_dir, on_output)
     t0 = time.time()
     query = (
         out.writeStream.outputMode("append")
@@ -382,26 +326,80 @@ def run_workload(
     finally:
         query.stop()
     wall = time.time() - t0
-    result = RunResult(
-        spec,
-        run_dir,
-        summarize(metrics_dir, workload.lmstream_slide or None, spec.warmup),
-        workload.lmstream_slide,
-        unfinished,
-        wall,
-    )
+    summary = summarize(metrics_dir, workload.lmstream_slide or None, spec.warmup)
+    result = RunResult(spec, run_dir, summary, workload.lmstream_slide, unfinished, wall)
     with open(os.path.join(run_dir, "summary.json"), "w") as f:
-        json.dump(
-            {
-                **result.summary.as_dict(),
-                "unfinished": unfinished,
-                "wall_seconds": wall,
-                "slide": workload.lmstream_slide,
-            },
-            f,
-            indent=2,
-        )
+        extra = {"unfinished": unfinished, "wall_seconds": wall, "slide": workload.lmstream_slide}
+        json.dump({**summary.as_dict(), **extra}, f, indent=2)
     return result
+
+
+def _prepare_run_dir(spark, spec: RunSpec, run_dir: str, fresh: bool) -> tuple[Any, Any]:
+    """The run's folder (emptied when ``fresh``) with its ``run.json`` and, for a drained run, the end-of-input
+    rows; returns the workload and its generator."""
+    from adaptstream.workloads import GENERATORS, WORKLOADS
+
+    workload = WORKLOADS.get(spec.workload)
+    generator = GENERATORS.get(workload.generator)(seed=spec.seed).build()
+    if fresh and os.path.exists(run_dir):
+        shutil.rmtree(run_dir)
+    os.makedirs(run_dir, exist_ok=True)
+    record = {
+        "spec": spec.record(),
+        "started": time.time(),
+        "machine": _machine(),
+        "spark": spark.version,
+        "master": spark.sparkContext.master,
+    }
+    with open(os.path.join(run_dir, "run.json"), "w") as f:
+        json.dump(record, f, indent=2)
+    if spec.drain:
+        _write_sentinel(workload, generator, run_dir, spec)
+    return workload, generator
+
+
+def _pane_sink(spark, spec: RunSpec, workload: Any, run_dir: str) -> Callable[..., None]:
+    """The pane mode's executor (spark/pane.py), with Alg. 4 and the cluster's executors when ``elastic``."""
+    from adaptstream.spark.pane import PaneExecutor
+
+    assert spec.reduce is not None  # the caller's pane-mode branch
+    elastic, control = None, None
+    if spec.elastic is not None:
+        from adaptstream.spark.executors import ExecutorControl
+
+        control = ExecutorControl(spark.sparkContext)  # refuses local[*]
+        elastic = elastic_policy(spec)
+    return PaneExecutor(
+        workload,
+        spec.reduce,
+        spec.reduce_buckets,
+        os.path.join(run_dir, "pane-state"),
+        os.path.join(run_dir, "results"),
+        os.path.join(run_dir, "metrics"),
+        elastic=elastic,
+        executors=control,
+        batch_interval=spec.trigger,
+        blocks_file=blocks_file(run_dir) if elastic is not None else None,
+    )
+
+
+def _batch_writer(workload: Any, run_dir: str, on_output: Callable[[int, int], None] | None) -> Callable[..., None]:
+    """``foreachBatch`` of a built-in query: each batch's results to ``results/batch_id=N`` (overwritten when
+    Spark replays it) and its row count to ``metrics/outputs.jsonl`` and ``on_output``."""
+    results = os.path.join(run_dir, "results")
+    outputs = os.path.join(run_dir, "metrics", "outputs.jsonl")
+
+    def write_batch(batch_df, batch_id: int) -> None:
+        folder = os.path.join(results, f"batch_id={batch_id}")
+        workload.finalize_batch(batch_df).write.mode("overwrite").parquet(folder)
+        rows_out = parquet_rows(folder)  # from the files' footers: no second Spark job
+        os.makedirs(os.path.dirname(outputs), exist_ok=True)
+        with open(outputs, "a") as f:
+            f.write(json.dumps({"batch_id": batch_id, "rows_out": rows_out, "written": time.time()}) + "\n")
+        if on_output is not None:
+            on_output(batch_id, rows_out)
+
+    return write_batch
 
 
 def parquet_rows(folder: str) -> int:

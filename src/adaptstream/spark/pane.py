@@ -470,48 +470,9 @@ class PaneExecutor:
             in_arrow = to_arrow_schema(proj.schema, timezone="UTC")
             group = f"adaptstream-pane-{spec.name}-{batch_id}"
             sc.setJobGroup(group, f"pane batch {batch_id}", False)
-            if reference:
-                seen = self._reference(proj, in_arrow, wm_prev)
-                job = self._shuffle(proj, in_arrow, wm_prev, seen.split, seen.blocks, batch_id) if seen.rows else {}
-            else:
-                blocks = proj.rdd.getNumPartitions()
-                job = self._shuffle(proj, in_arrow, wm_prev, np.zeros(0, np.int64), blocks, batch_id, tally=True)
-                seen = job.pop("seen")
-            rows, late, untimed = seen.rows, seen.late, seen.untimed
-            max_t = max((x for x in (max_t_before, seen.max_t) if x is not None), default=None)
-            panes = [] if seen.max_pane is None else [seen.max_pane]
-            stats = {
-                "batch": batch_id,
-                "rows": rows,
-                "late": late,
-                "untimed": untimed,
-                "keys": seen.keys,
-                "split_keys": seen.split_keys,
-                "map_tasks": seen.blocks,
-                "reduce_buckets": self.buckets,
-                "allocator": self.allocator,
-                "reference_s": seen.reference_s,
-                "started": wall_start,  # wall clock (epoch s): timelines against Spark's executor add/remove times
-                **job,
-            }
-            t_win = time.perf_counter()
-            wm_now = self._end_watermark(batch_id, max_t, wm_prev)
-            stats["windows"] = self._emit(spark, batch_id, wm_prev, wm_now)
-            stats["emit_s"] = time.perf_counter() - t_win
-            stats["watermark"] = wm_now
-            _write_json_atomic(
-                os.path.join(self.meta_dir, f"{batch_id}.json"),
-                {
-                    "batch": batch_id,
-                    "max_t_through": max_t,
-                    "wm": wm_now,
-                    "max_pane": max(panes, default=None),
-                    "rows": rows,
-                    "late": late,
-                    "untimed": untimed,
-                    "windows": stats["windows"],
-                },
-            )
+            seen, job = self._map_and_shuffle(proj, in_arrow, wm_prev, batch_id, reference)
+            stats = self._close_batch(spark, batch_id, seen, job, max_t_before, wm_prev)
+            stats["started"] = wall_start  # wall clock (epoch s): timelines against Spark's executor add/remove
             self._collect_garbage(wm_prev, batch_id)
             stats["batch_s"] = time.perf_counter() - t_start
             if "job_s" in stats:
@@ -531,6 +492,52 @@ class PaneExecutor:
                 f.write(json.dumps(stats) + "\n")
         if self.on_batch is not None:
             self.on_batch(stats)
+        return stats
+
+    def _map_and_shuffle(
+        self, proj: DataFrame, in_arrow: pa.Schema, wm_prev: int | None, batch_id: int, reference: bool
+    ) -> tuple[Seen, dict]:
+        """The batch's map and reduce stages: with a reference pass first when the allocator needs one (Alg. 3),
+        else the map tasks count keys as they go (no second pass)."""
+        if reference:
+            seen = self._reference(proj, in_arrow, wm_prev)
+            job = self._shuffle(proj, in_arrow, wm_prev, seen.split, seen.blocks, batch_id) if seen.rows else {}
+            return seen, job
+        blocks = proj.rdd.getNumPartitions()
+        job = self._shuffle(proj, in_arrow, wm_prev, np.zeros(0, np.int64), blocks, batch_id, tally=True)
+        return job.pop("seen"), job
+
+    def _close_batch(
+        self, spark: Any, batch_id: int, seen: Seen, job: dict, max_t_before: int | None, wm_prev: int | None
+    ) -> dict:
+        """Emit the windows the batch closed and record its metadata (what a replay and the next batch read)."""
+        max_t = max((x for x in (max_t_before, seen.max_t) if x is not None), default=None)
+        stats = {
+            "batch": batch_id,
+            "rows": seen.rows,
+            "late": seen.late,
+            "untimed": seen.untimed,
+            "keys": seen.keys,
+            "split_keys": seen.split_keys,
+            "map_tasks": seen.blocks,
+            "reduce_buckets": self.buckets,
+            "allocator": self.allocator,
+            "reference_s": seen.reference_s,
+            **job,
+        }
+        t_win = time.perf_counter()
+        wm_now = self._end_watermark(batch_id, max_t, wm_prev)
+        stats["windows"] = self._emit(spark, batch_id, wm_prev, wm_now)
+        stats["emit_s"] = time.perf_counter() - t_win
+        stats["watermark"] = wm_now
+        meta = {
+            "batch": batch_id,
+            "max_t_through": max_t,
+            "wm": wm_now,
+            "max_pane": seen.max_pane,
+            **{k: stats[k] for k in ("rows", "late", "untimed", "windows")},
+        }
+        _write_json_atomic(os.path.join(self.meta_dir, f"{batch_id}.json"), meta)
         return stats
 
     def _reference(self, proj: DataFrame, in_arrow: pa.Schema, wm_prev: int | None) -> Seen:

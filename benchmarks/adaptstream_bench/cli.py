@@ -8,6 +8,7 @@ import typer
 from adaptstream_bench.cluster_calibration import cluster_calibration_command
 from adaptstream_bench.klink import klink_command
 from adaptstream_bench.lmstream import lmstream_command
+from adaptstream_bench.lmstream_capacity import lmstream_capacity_command
 from adaptstream_bench.lmstream_load import lmstream_load_command
 from adaptstream_bench.mapdevice import mapdevice_command
 from adaptstream_bench.prompt_elastic import prompt_elastic_command
@@ -20,6 +21,7 @@ from adaptstream_bench.source import source_command
 app = typer.Typer(no_args_is_help=True, help="Benchmarks that compare our policies with Spark's own behaviour.")
 app.command("lmstream")(lmstream_command)
 app.command("lmstream-load")(lmstream_load_command)
+app.command("lmstream-capacity")(lmstream_capacity_command)
 app.command("source")(source_command)
 app.command("redis")(redis_command)
 app.command("klink")(klink_command)

@@ -54,3 +54,25 @@ def reduce_stage_tasks(sc: Any, job_ids: list[int], num_tasks: int) -> list[dict
         if len(tasks) == num_tasks and any(t["shuffle_records"] for t in tasks):
             found = sorted(tasks, key=lambda t: t["index"])
     return found
+
+
+def stage_totals(sc: Any, after: int = -1) -> dict[str, float]:
+    """Executor time of every stage in the status store with an id above ``after``: run time and CPU time
+    (seconds, summed over tasks), tasks, and the largest stage id seen (pass it as ``after`` next time, so a run's
+    stages are those between two calls). Stages Spark no longer retains (``spark.ui.retainedStages``) are missing:
+    raise that limit when runs are long."""
+    store = sc._jsc.sc().statusStore()
+    no_quantiles = sc._gateway.new_array(sc._jvm.double, 0)
+    # stageList(statuses, details, withSummaries, unsortedQuantiles, taskStatus): Scala defaults do not reach py4j
+    it = store.stageList(None, False, False, no_quantiles, None).iterator()
+    run_ms, cpu_ns, tasks, last = 0, 0, 0, after
+    while it.hasNext():
+        s = it.next()
+        sid = int(s.stageId())
+        if sid <= after:
+            continue
+        last = max(last, sid)
+        run_ms += int(s.executorRunTime())
+        cpu_ns += int(s.executorCpuTime())
+        tasks += int(s.numCompleteTasks())
+    return {"run_s": run_ms / 1e3, "cpu_s": cpu_ns / 1e9, "tasks": tasks, "last_stage": last}

@@ -26,6 +26,10 @@ class ConnectorError(AdaptstreamError):
     """A connector could not read or write its datasets."""
 
 
+class StateFileError(AdaptstreamError):
+    """A state file that decides which data is read or emitted is damaged: the query stops rather than guess."""
+
+
 class AdmissionError(AdaptstreamError):
     """An admission policy was used wrongly."""
 

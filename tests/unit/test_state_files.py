@@ -13,9 +13,9 @@ from adaptstream.connectors.base import Manifest, StateLock, append_jsonl, read_
 from adaptstream.connectors.parsing import ParseResult
 from adaptstream.connectors.ranges import read_part, write_part_result
 from adaptstream.connectors.redis import read_start_file
-from adaptstream.errors import ConnectorError
+from adaptstream.errors import ConnectorError, StateFileError
 from adaptstream.spark.accounting import Quarantine
-from adaptstream.spark.pane import elastic_snapshot
+from adaptstream.spark.pane import elastic_snapshot, read_batch_meta
 from adaptstream.spark.planner import read_block_count
 
 
@@ -100,3 +100,30 @@ def test_an_unwritable_state_directory_is_a_clear_error(tmp_path):
     blocker.write_text("not a directory")
     with pytest.raises(ConnectorError, match=r"cannot use the source state directory .*file/state.*statePath"):
         StateLock(str(blocker / "state"))
+
+
+_META = {"batch": 3, "max_t_through": 100, "wm": 90, "max_pane": 80, "rows": 5, "late": 0, "untimed": 0, "windows": 1}
+
+
+@pytest.mark.parametrize("text", ["", "{", "[]", "null", '{"batch": 3}', "\x00\x01garbage"])
+def test_a_damaged_pane_batch_record_stops_with_the_file_and_the_fix(tmp_path, text):
+    (tmp_path / "3.json").write_text(text)
+    with pytest.raises(StateFileError, match=r"3\.json is damaged .*watermark of batch 3.*new checkpoint"):
+        read_batch_meta(str(tmp_path), 3)
+    assert read_batch_meta(str(tmp_path), 4) is None  # a batch that never ran
+
+
+def test_a_missing_pane_batch_record_between_others_stops_the_next_batch(tmp_path):
+    from adaptstream.spark.pane import PaneExecutor, PaneSpec
+
+    spec = PaneSpec(name="t", time_sql="0", data_sql="true", ts_fn="timestamp_seconds", window=10, slide=10,
+                    delay=0, groups=("k",), out_groups=("k",), values=(), finals=())  # fmt: skip
+    ex = PaneExecutor(None, "hash", 2, str(tmp_path / "state"), str(tmp_path / "out"), None, spec=spec)
+    meta = tmp_path / "state" / "meta"
+    (meta / "2.json").write_text(json.dumps({**_META, "batch": 2}))
+    assert ex._previous_meta(3)["wm"] == 90
+    assert ex._previous_meta(0) is None and ex._previous_meta(1) is None  # nothing before: a first batch
+    (meta / "2.json").unlink()
+    (meta / "1.json").write_text(json.dumps({**_META, "batch": 1}))
+    with pytest.raises(StateFileError, match=r"2\.json is missing although earlier batches left theirs"):
+        ex._previous_meta(3)

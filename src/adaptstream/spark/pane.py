@@ -45,7 +45,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from adaptstream.errors import ConfigError
+from adaptstream.errors import ConfigError, StateFileError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -322,6 +322,27 @@ def elastic_snapshot(path: str, batch_id: int) -> dict | None:
         return None
 
 
+STATE_FIX = "Restore the pane state from a backup, or start the query from a new checkpoint (and pane state)."
+_META_KEYS = ("batch", "max_t_through", "wm", "max_pane")
+
+
+def read_batch_meta(meta_dir: str, batch_id: int) -> dict | None:
+    """One batch's metadata (watermark, largest event time, counts), None when that batch never ran. Damage stops
+    the query with the file named (:class:`StateFileError`): the watermark decides which windows are emitted."""
+    path = os.path.join(meta_dir, f"{batch_id}.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        if not isinstance(doc, dict) or any(k not in doc for k in _META_KEYS):
+            raise ValueError(f"not a batch record (needs {', '.join(_META_KEYS)})")
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        msg = f"pane state {path} is damaged ({e}): it holds the watermark of batch {batch_id}. {STATE_FIX}"
+        raise StateFileError(msg) from None
+    return doc
+
+
 def _write_json_atomic(path: str, doc: dict) -> None:
     tmp = f"{path}.tmp"
     with open(tmp, "w") as f:
@@ -421,11 +442,24 @@ class PaneExecutor:
 
     # -- state of earlier batches
     def _meta(self, batch_id: int) -> dict | None:
-        try:
-            with open(os.path.join(self.meta_dir, f"{batch_id}.json")) as f:
-                return json.load(f)
-        except FileNotFoundError:
+        return read_batch_meta(self.meta_dir, batch_id)
+
+    def _previous_meta(self, batch_id: int) -> dict | None:
+        """The metadata of the batch before ``batch_id``; its absence where earlier batches left theirs is damage
+        (metadata is never deleted), and guessing the watermark could emit a window twice."""
+        if batch_id <= 0:
             return None
+        prev = self._meta(batch_id - 1)
+        if prev is None and any(
+            n.endswith(".json") and n[:-5].isdigit() and int(n[:-5]) < batch_id - 1 for n in os.listdir(self.meta_dir)
+        ):
+            path = os.path.join(self.meta_dir, f"{batch_id - 1}.json")
+            msg = (
+                f"pane state {path} is missing although earlier batches left theirs: it holds the watermark batch "
+                f"{batch_id} starts from. {STATE_FIX}"
+            )
+            raise StateFileError(msg)
+        return prev
 
     def _watermark(self, max_t: int | None, floor: int | None = None) -> int | None:
         """Largest event time so far minus the delay, never below the watermark an earlier batch ended with (a
@@ -455,7 +489,7 @@ class PaneExecutor:
         self._restore_elastic(batch_id)
         if self.hooks.buckets is not None:
             self.buckets = max(1, int(self.hooks.buckets()))
-        prev = self._meta(batch_id - 1) if batch_id > 0 else None
+        prev = self._previous_meta(batch_id)
         max_t_before = prev["max_t_through"] if prev else None
         wm_prev = self._watermark(max_t_before, prev.get("wm") if prev else None)
         reference = build_allocator(self.allocator).uses_reference

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import json
 import os
 import re
 import tempfile
@@ -29,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.streaming import StreamingQueryListener
 
 from adaptstream.errors import ConfigError
-from adaptstream.spark.pane import PaneExecutor, PaneHooks, PaneSpec
+from adaptstream.spark.pane import PaneExecutor, PaneHooks, PaneSpec, read_batch_meta
 from adaptstream.timeparse import parse_duration
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -380,10 +379,11 @@ def windowed_stats(checkpoint: str) -> dict[str, int]:
     meta_dir = os.path.join(os.path.abspath(checkpoint), STATE_DIR, "meta")
     out = {"batches": 0, "rows": 0, "late": 0, "untimed": 0, "windows": 0}
     for name in sorted(os.listdir(meta_dir)) if os.path.isdir(meta_dir) else ():
-        if not name.endswith(".json"):
+        if not (name.endswith(".json") and name[:-5].isdigit()):
             continue
-        with open(os.path.join(meta_dir, name), encoding="utf-8") as f:
-            meta = json.load(f)
+        meta = read_batch_meta(meta_dir, int(name[:-5]))
+        if meta is None:  # removed since the listing
+            continue
         out["batches"] += 1
         for k in ("rows", "late", "untimed", "windows"):
             out[k] += int(meta.get(k) or 0)

@@ -397,10 +397,11 @@ def markdown(r: dict) -> str:
         f"grace 3; it {'asks' if app else 'sets the next batch' + chr(39) + 's reduce buckets and asks'} Spark for "
         "executors (`requestTotalExecutors` / "
         f"`killExecutor`), between 1 and {c['workers']}; starts at {c['prompt_initial']}.",
-        "- `prompt_fast` (ours, not the paper's; where run): Alg. 4 plus an onset rule: a batch whose rows grew by "
-        "more than 5 % over the previous batch's and whose W x that growth exceeds thres scales out at once, to "
-        "tasks x predicted W / thres (at least one more, at most double); the batch right after such a decision "
-        "does not fire it again; same bounds and start as `prompt`.",
+        "- `prompt_fast` (ours, not the paper's; where run): Alg. 4 plus an onset rule: a batch whose arrival rate "
+        "(rows per second since the previous data batch started) grew by more than 5 % over the previous batch's "
+        "and whose W x that growth exceeds thres adds map tasks at once, to tasks x predicted W / thres (at least "
+        "one more, at most double); the batch right after such a decision does not fire it again; same bounds and "
+        "start as `prompt` (the version at git 32a56fe compared raw row counts and grew reduce buckets too).",
         f"- `ds2`: a DS2-style rate-based controller (`--elastic ds2`, the modern anchor): executors = "
         "ceil(executors x mean W over 3 batches / 0.8), two batches skipped after each decision, between 1 and "
         f"{c['workers']}; map tasks and reduce buckets follow the executors; starts at the mean's plan.",

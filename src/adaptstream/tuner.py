@@ -116,6 +116,7 @@ class Tuner:
         self.executors: list[list[float]] = []
         #: per data batch the policy judged: [query, Spark batch id, executors planned after it] (bounded)
         self.plans: deque[list[Any]] = deque(maxlen=DURATIONS_KEPT)
+        self._data_started: dict[str, tuple[str, float]] = {}  # query -> (run id, start of its last data batch)
         self.warned: set[str] = set()
         self._lock = threading.Lock()
         self.controller: Any = None
@@ -268,13 +269,25 @@ class Tuner:
         from adaptstream.elasticity import BatchStats
 
         target = self.elasticity.plan.executors
-        plan = self.elasticity.on_batch(BatchStats(p.seconds, self.config.latency_target, p.rows, 0))
+        span = self._span(p)
+        plan = self.elasticity.on_batch(BatchStats(p.seconds, self.config.latency_target, p.rows, 0, span))
         if plan.executors != target or plan.executors != len(self.executor_control.executors()):
             self.executor_control.scale_to(plan.executors)
             log.info("adaptstream tuner: executors -> %d (query %s, batch %.2f s)", plan.executors, p.query, p.seconds)
         with self._lock:
             self.plans.append([p.query, p.batch, int(plan.executors)])
         self._note_executors()
+
+    def _span(self, p: Any) -> float | None:
+        """Seconds since the query's previous data batch started: the arrivals this batch holds (None for the
+        first batch of a run, or a timestamp Spark did not give)."""
+        start = progress_start(p.timestamp)
+        last = self._data_started.get(p.query)
+        if start is not None:
+            self._data_started[p.query] = (p.run_id, start)
+        if start is None or last is None or last[0] != p.run_id or start <= last[1]:
+            return None
+        return start - last[1]
 
     def _note_executors(self) -> None:
         count = executor_count(self.spark.sparkContext)
@@ -328,6 +341,16 @@ def running_tuner(spark: Any) -> Tuner | None:
     """The open tuner of this SparkSession, if any."""
     t = _TUNERS.get(id(spark))
     return t if t is not None and not t.closed else None
+
+
+def progress_start(timestamp: str) -> float | None:
+    """A progress event's batch start (ISO 8601, as Spark writes it) in seconds since the epoch."""
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(str(timestamp).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def tune(

@@ -29,10 +29,14 @@ class BatchStats:
     batch_interval: float  # seconds: the latency bound the batch had to meet (Prompt's heartbeat)
     rows: int  # data rate: tuples in the batch
     keys: int  # data distribution: distinct keys in the batch
+    span: float | None = None  # seconds of arrivals the batch holds (since the previous data batch started), if known
 
     def __post_init__(self) -> None:
         if not self.batch_interval > 0 or self.processing_time < 0 or self.rows < 0 or self.keys < 0:
             msg = f"bad batch statistics {self}: need batch_interval > 0 and non-negative times and counts"
+            raise ConfigError(msg)
+        if self.span is not None and not self.span > 0:
+            msg = f"bad batch statistics {self}: span must be > 0 seconds when given"
             raise ConfigError(msg)
 
     @property

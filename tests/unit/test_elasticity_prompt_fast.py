@@ -104,4 +104,4 @@ def test_replay_of_the_recorded_step_run():
     # decision are the recorded run's.
     fast, log = _replay("prompt_fast")
     assert fast[:7] == [2, 2, 1, 1, 1, 1, 2] and _replay("prompt")[0].index(2, 3) == 8
-    assert [(e.get("rule"), e["batch"]) for e in log if e["direction"] == "out"][0] == ("onset", 7)
+    assert next((e.get("rule"), e["batch"]) for e in log if e["direction"] == "out") == ("onset", 7)

@@ -234,7 +234,8 @@ def test_panes_of_closed_windows_are_dropped(tmp_path):
     ex = PaneExecutor(w, "hash", 2, str(tmp_path / "state"), str(tmp_path / "results"))
     for b, max_pane in enumerate([100, 120, 140, None]):
         os.makedirs(tmp_path / "state" / "panes" / f"batch_id={b}")
-        (tmp_path / "state" / "meta" / f"{b}.json").write_text(json.dumps({"max_pane": max_pane}))
+        meta = {"batch": b, "max_t_through": None, "wm": None, "max_pane": max_pane}
+        (tmp_path / "state" / "meta" / f"{b}.json").write_text(json.dumps(meta))
     ex._collect_garbage(wm_prev=150, batch_id=4)  # 100 + 30 <= 150, 120 + 30 <= 150; 140 + 30 > 150
     assert sorted(os.listdir(tmp_path / "state" / "panes")) == ["batch_id=2"]
 

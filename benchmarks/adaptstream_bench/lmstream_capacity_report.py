@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from adaptstream_bench.meta import describe
+from adaptstream_bench.meta import describe, targets_table
 
 NAME = "lmstream_capacity"
 MARGIN = 0.02  # share points lmstream may fall below asap
@@ -113,6 +113,7 @@ def targets(data: dict) -> list[dict]:
 
 
 def markdown(data: dict) -> str:
+    """The report's Markdown, from a document whose ``targets`` are computed (:func:`write_report`)."""
     m = data["meta"]
     lines = [
         "# LMStream near and past capacity (issue #56 item 4)",
@@ -125,12 +126,8 @@ def markdown(data: dict) -> str:
         "",
         "## Targets",
         "",
-        "| target | rule | measured | verdict |",
-        "|---|---|---|---|",
+        *targets_table([(t["target"], t["rule"], t["measured"], t["met"]) for t in data["targets"]], "undecided"),
     ]
-    for t in data.get("targets", []):
-        verdict = "undecided" if t["met"] is None else ("met" if t["met"] else "missed")
-        lines.append(f"| {t['target']} | {t['rule']} | {t['measured']} | **{verdict}** |")
     lines += [
         "",
         "## Cells (median of the repeats, min-max in brackets)",

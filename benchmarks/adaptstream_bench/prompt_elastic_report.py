@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from adaptstream_bench.meta import dirty_note
+from adaptstream_bench.meta import dirty_note, targets_table
 
 NAME = "prompt_elastic"
 POLICIES = ("prompt", "prompt_fast", "ds2", "static_peak", "static_mean", "dynamic_allocation")
@@ -423,12 +423,8 @@ def markdown(r: dict) -> str:
         "",
         "## Targets",
         "",
-        "| target | rule | measured | verdict |",
-        "|---|---|---|---|",
+        *targets_table([(t["target"], t["rule"], t["measured"], t["met"]) for t in r["targets"]], "undecided"),
     ]
-    for t in r["targets"]:
-        verdict = "undecided" if t["met"] is None else ("met" if t["met"] else "missed")
-        lines.append(f"| {t['target']} | {t['rule']} | {t['measured']} | **{verdict}** |")
     lines += [
         "",
         "## Per policy",

@@ -28,7 +28,7 @@ import typer
 
 from adaptstream_bench.cluster import LocalCluster, executor_conf, stop_on_sigterm
 from adaptstream_bench.elastic_app import run_app, worked_workload
-from adaptstream_bench.prompt_elastic_report import POLICIES, run_figures, write_report
+from adaptstream_bench.prompt_elastic_report import POLICIES, policy_notes, run_figures, write_report
 
 PATTERNS = ("sinusoidal", "step")
 
@@ -539,6 +539,7 @@ def prompt_elastic_command(
     else:
         shutil.rmtree(work, ignore_errors=True)
     meta.update(load_after=os.getloadavg(), finished=time.time(), wall_s=time.time() - t_start)
+    meta["policy_notes"] = {k: v for k, v in policy_notes(meta["config"]).items() if k in pols}
     doc = write_report({"meta": meta, "runs": runs}, target)
     for t in doc["targets"]:
         verdict = "undecided" if t["met"] is None else ("met" if t["met"] else "missed")

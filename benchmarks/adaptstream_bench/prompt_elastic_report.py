@@ -360,6 +360,46 @@ def _plot(r: dict, pattern: str, path: Path) -> None:
     plt.close(fig)
 
 
+def policy_notes(c: dict) -> dict[str, str]:
+    """What each policy did in a run of this revision; stored in the JSON's meta so a report re-rendered later
+    describes the run's policies, not the report writer's."""
+    app = c.get("route", "pane") == "app"
+    does = "asks" if app else "sets the next batch's reduce buckets and asks"
+    return {
+        "prompt": "- `prompt`: Alg. 4 (`--elastic prompt`): W = batch time / batch interval, thres 0.9, step 0.1, "
+        f"d = 3, grace 3; it {does} Spark for executors (`requestTotalExecutors` / `killExecutor`), between 1 and "
+        f"{c['workers']}; starts at {c['prompt_initial']}.",
+        "prompt_fast": "- `prompt_fast` (ours, not the paper's; where run): Alg. 4 plus an onset rule: a batch whose "
+        "arrival rate (rows per second since the previous data batch started) grew by more than 5 % over the "
+        "previous batch's and whose W x that growth exceeds thres adds map tasks at once, to tasks x predicted W / "
+        "thres (at least one more, at most double); the batch right after such a decision does not fire it again; "
+        "same bounds and start as `prompt` (the version at git 32a56fe compared raw row counts and grew reduce "
+        "buckets too).",
+        "ds2": "- `ds2`: a DS2-style rate-based controller (`--elastic ds2`, the modern anchor): executors = "
+        "ceil(executors x mean W over 3 batches / 0.8), two batches skipped after each decision, between 1 and "
+        f"{c['workers']}; map tasks and reduce buckets follow the executors; starts at the mean's plan.",
+        "static_peak": f"- `static_peak`: {c['static_peak']} executors and reduce buckets throughout (what the peak "
+        f"needs under this sizing rule: {c['peak_rule']}).",
+        "static_mean": f"- `static_mean`: {c['static_mean']} executors and reduce buckets throughout "
+        f"({c['mean_rule']}).",
+        "dynamic_allocation": "- `dynamic_allocation`: Spark's own `spark.dynamicAllocation.enabled=true` with "
+        f"shuffle tracking, min 1 / max {c['workers']} executors, {c['da_conf_note']}, {c['workers']} reduce "
+        "buckets, a Spark application of its own.",
+    }
+
+
+def policy_lines(m: dict, c: dict) -> list[str]:
+    """The run's policy descriptions from its meta; a JSON written before they were recorded gets today's, named
+    as such."""
+    notes = m.get("policy_notes")
+    head = []
+    if notes is None:
+        notes = policy_notes(c)
+        head = ["(The JSON records no policy descriptions; these are the report writer's at rendering time.)", ""]
+    ran = {r for r in m.get("config", {}).get("policies", [])} or set(notes)
+    return head + [text for name, text in notes.items() if name in ran or name not in POLICIES]
+
+
 def markdown(r: dict) -> str:
     m, c = r["meta"], r["meta"]["config"]
     pol = r["policies"]
@@ -393,24 +433,7 @@ def markdown(r: dict) -> str:
         "",
         "Policies (same input for each, one run per policy and pattern):",
         "",
-        "- `prompt`: Alg. 4 (`--elastic prompt`): W = batch time / batch interval, thres 0.9, step 0.1, d = 3, "
-        f"grace 3; it {'asks' if app else 'sets the next batch' + chr(39) + 's reduce buckets and asks'} Spark for "
-        "executors (`requestTotalExecutors` / "
-        f"`killExecutor`), between 1 and {c['workers']}; starts at {c['prompt_initial']}.",
-        "- `prompt_fast` (ours, not the paper's; where run): Alg. 4 plus an onset rule: a batch whose arrival rate "
-        "(rows per second since the previous data batch started) grew by more than 5 % over the previous batch's "
-        "and whose W x that growth exceeds thres adds map tasks at once, to tasks x predicted W / thres (at least "
-        "one more, at most double); the batch right after such a decision does not fire it again; same bounds and "
-        "start as `prompt` (the version at git 32a56fe compared raw row counts and grew reduce buckets too).",
-        f"- `ds2`: a DS2-style rate-based controller (`--elastic ds2`, the modern anchor): executors = "
-        "ceil(executors x mean W over 3 batches / 0.8), two batches skipped after each decision, between 1 and "
-        f"{c['workers']}; map tasks and reduce buckets follow the executors; starts at the mean's plan.",
-        f"- `static_peak`: {c['static_peak']} executors and reduce buckets throughout (what the peak needs under "
-        f"this sizing rule: {c['peak_rule']}).",
-        f"- `static_mean`: {c['static_mean']} executors and reduce buckets throughout ({c['mean_rule']}).",
-        f"- `dynamic_allocation`: Spark's own `spark.dynamicAllocation.enabled=true` with shuffle tracking, "
-        f"min 1 / max {c['workers']} executors, {c['da_conf_note']}, {c['workers']} reduce buckets, a Spark "
-        "application of its own.",
+        *policy_lines(m, c),
         "",
         (
             "Measured: per batch W from the pane executor's own timing (the batch's Spark jobs, start to end); "

@@ -364,7 +364,9 @@ def test_lmstream_stops_buffering_when_the_load_ramps_up_on_a_recorded_trace():
 
 def test_lmstream_margin_covers_the_slow_batch_at_the_breaking_point_of_a_quiet_run():
     """LR1S at 8000 rows/s on a quiet machine, where lmstream and asap both broke the 5 s bound: one batch took 4.25 s
-    against 1.91 s estimated. The margin grows to cover that error and the policy stops buffering (admits at once)."""
+    against 1.91 s estimated. The margin grows to cover that error and the policy stops buffering (admits at once).
+    With the guard, the first recorded miss (batch 6, 5.39 s) already hands every later batch to the at-once rule;
+    without it the policy buffered one more batch by 1.46 s before the margin caught up."""
     from adaptstream.admission.replay import replay_recorded
 
     with open(os.path.join(os.path.dirname(GOLDEN), "traces", "LR1S-8000-lmstream-quiet.json")) as f:
@@ -374,5 +376,85 @@ def test_lmstream_margin_covers_the_slow_batch_at_the_breaking_point_of_a_quiet_
     worst = max(d["proc"] - d["est_proc"] for d in decisions if d["est_proc"] is not None)
     assert worst > 2.0
     assert policy.margin() >= worst - 1e-9
-    assert all(d["admit_delay"] <= 0 for d in decisions[-2:])
-    assert any(d["admit_delay"] > 1.0 for d in decisions)  # it did buffer while estimates held
+    first_miss = next(i for i, d in enumerate(decisions) if d["max_latency"] > 5.0)
+    assert first_miss == 6 and all(d["admit_delay"] <= 0 for d in decisions[first_miss + 1 :])
+    assert policy.state()["guard_stays"] >= 1
+    unguarded = replay_recorded(build_admission("lmstream", slide=5.0, guard=0), trace, after_gap=0.5)
+    assert unguarded[first_miss + 1]["admit_delay"] > 1.0  # it buffered while its estimates held
+    assert all(d["admit_delay"] <= 0 for d in unguarded[-2:])
+
+
+def _outcome(rows: int, max_latency: float) -> BatchOutcome:
+    return BatchOutcome(rows=rows, admitted_at=0.0, completed_at=0.5, max_latency=max_latency)
+
+
+def _buffers(p, t: float = 50.0) -> bool:
+    """True when the policy would keep a young 1000-row dataset waiting (well inside a 5 s slide)."""
+    return not p.admit(t, [_ds(99, t - 0.1, 1000)])
+
+
+def test_lmstream_guard_admits_at_once_for_its_stay_after_a_miss():
+    p = build_admission("lmstream", slide=5.0, warmup_batches=0, margin=0.0, guard=3)
+    _learn(p, [(r, 0.2 + r / 10_000) for r in (1000, 3000, 2000, 4000)])
+    assert _buffers(p)
+    p.on_batch_complete(_outcome(2000, 5.2))  # a miss of the 5 s bound
+    for _ in range(3):
+        assert not _buffers(p)  # the at-once rule, as Spark's default
+        assert p.state()["guard_stays"] == 1
+        p.on_batch_complete(_outcome(1000, 1.0))
+    assert _buffers(p)  # the stay is over: lmstream buffers again
+
+
+def test_lmstream_guard_doubles_the_stay_on_a_repeated_miss_and_starts_over_after_a_calm_stretch():
+    p = build_admission("lmstream", slide=5.0, warmup_batches=0, margin=0.0, guard=2)
+    _learn(p, [(r, 0.2 + r / 10_000) for r in (1000, 3000, 2000, 4000)])
+    p.on_batch_complete(_outcome(2000, 6.0))
+    for _ in range(2):
+        p.on_batch_complete(_outcome(1000, 1.0))
+    assert _buffers(p)
+    p.on_batch_complete(_outcome(2000, 6.0))  # missed again right after the stay: 4 batches now
+    stay = 0
+    while not _buffers(p):
+        stay += 1
+        p.on_batch_complete(_outcome(1000, 1.0))
+    assert stay == 4
+    for _ in range(5):  # more than 2 x guard on-time batches
+        p.on_batch_complete(_outcome(1000, 1.0))
+    p.on_batch_complete(_outcome(2000, 6.0))
+    stay = 0
+    while not _buffers(p):
+        stay += 1
+        p.on_batch_complete(_outcome(1000, 1.0))
+    assert stay == 2
+
+
+def test_lmstream_guard_off_and_tumbling_windows_keep_buffering_after_a_miss():
+    for params in ({"slide": 5.0, "guard": 0}, {"slide": 0.0}):
+        p = build_admission("lmstream", warmup_batches=0, margin=0.0, **params)
+        _learn(p, [(r, 0.2 + r / 10_000) for r in (1000, 3000, 2000, 4000)])
+        p.on_batch_complete(_outcome(2000, 60.0))
+        assert _buffers(p), params
+
+
+def test_lmstream_guard_stay_survives_a_restart():
+    p = build_admission("lmstream", slide=5.0, warmup_batches=0, margin=0.0, guard=3)
+    _learn(p, [(r, 0.2 + r / 10_000) for r in (1000, 3000, 2000, 4000)])
+    p.on_batch_complete(_outcome(2000, 5.5))
+    p.on_batch_complete(_outcome(1000, 1.0))
+    q = build_admission("lmstream", slide=5.0, warmup_batches=0, margin=0.0, guard=3)
+    q.load_state_dict(json.loads(json.dumps(p.state_dict())))
+    assert not _buffers(q)
+    q.on_batch_complete(_outcome(1000, 1.0))
+    assert not _buffers(q)
+    q.on_batch_complete(_outcome(1000, 1.0))
+    assert _buffers(q)
+    old = p.state_dict()
+    del old["state"]["guard"]  # a snapshot written before the guard existed loads with no stay
+    r = build_admission("lmstream", slide=5.0, warmup_batches=0, margin=0.0, guard=3)
+    r.load_state_dict(old)
+    assert _buffers(r)
+
+
+def test_lmstream_rejects_a_negative_guard():
+    with pytest.raises(ConfigError, match="guard"):
+        build_admission("lmstream", slide=5.0, guard=-1)

@@ -177,6 +177,12 @@ def test_write_report_json_shape_markdown_and_plots(tmp_path):
     assert "**met**" in md and "a note" in md and "prompt_elastic-step.png" in md
     assert (tmp_path / "prompt_elastic-sinusoidal.png").stat().st_size > 1000
     assert (tmp_path / "prompt_elastic-step.png").stat().st_size > 1000
+    assert "records no policy descriptions" in md  # this meta has none: the writer's own, named as such
+    doc["meta"]["policy_notes"] = {"prompt": "- `prompt`: as the run recorded it"}
+    write_report(doc, tmp_path)
+    md = (tmp_path / "prompt_elastic.md").read_text()
+    assert "as the run recorded it" in md and "records no policy descriptions" not in md
+    assert "`ds2`: a DS2-style" not in md  # the recorded descriptions only
 
 
 def test_plans_follow_the_sizing_rule():

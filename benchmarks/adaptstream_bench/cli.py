@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import typer
 
+from adaptstream_bench.chaos import chaos_command
 from adaptstream_bench.cluster_calibration import cluster_calibration_command
 from adaptstream_bench.klink import klink_command
 from adaptstream_bench.lmstream import lmstream_command
@@ -31,6 +32,7 @@ app.command("prompt-elastic")(prompt_elastic_command)
 app.command("mapdevice")(mapdevice_command)
 app.command("cluster-calibration")(cluster_calibration_command)
 app.command("reduce-cluster")(reduce_cluster_command)
+app.command("chaos")(chaos_command)
 
 
 def register(root: typer.Typer, groups: dict[str, typer.Typer]) -> None:

@@ -121,6 +121,76 @@ ReduceOpt = Annotated[
 ]
 
 
+DurationOpt = Annotated[float, typer.Option(min=0.001, metavar="SECONDS", help="seconds of generated input")]
+TriggerOpt = Annotated[float, typer.Option(min=0.001, metavar="SECONDS", help="interval of the fixed policy")]
+SeedOpt = Annotated[int, typer.Option(min=0, metavar="N", help="seed of the generated input")]
+InputOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="DIR|URL",
+        help="read standard CSV files from DIR, or the entries of a Redis "
+        "stream redis[s]://[USER[:PASSWORD]@]HOST:PORT[/DB]/STREAM[,STREAM2], instead of the "
+        "generator (implies --drain)",
+    ),
+]
+DrainOpt = Annotated[bool, typer.Option(help="emit every window once the input is over, then stop")]
+RunDirOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="DIR",
+        help="where metrics, results, plots and spark.log go [default: runs/<workload>-<admission>-<time>]",
+    ),
+]
+BlocksOpt = Annotated[int, typer.Option(min=1, metavar="N", help="Spark input partitions per micro-batch")]
+AdmissionParamsOpt = Annotated[
+    str, typer.Option(metavar="K=V;K=V", help="fields of the --admission policy, e.g. 'history=8;margin_z=2'")
+]
+PartitionerParamsOpt = Annotated[
+    str, typer.Option(metavar="K=V;K=V", help="fields of the --partitioner, e.g. 'choices=3;cardinality=hll'")
+]
+SchedulerParamsOpt = Annotated[
+    str,
+    typer.Option(
+        metavar="K=V;K=V",
+        help="parameters of the --scheduler policy, e.g. 'hold=inf' (work-conserving klink) or 'slots=2'",
+    ),
+]
+SpreadOpt = Annotated[
+    float,
+    typer.Option(min=0.0, metavar="SECONDS", help="several workloads: each starts at a random time in [0, SECONDS]"),
+]
+BucketsOpt = Annotated[int, typer.Option(min=1, metavar="N", help="reduce tasks per micro-batch (with --reduce)")]
+ElasticOpt = Annotated[
+    str | None,
+    choice(
+        ELASTICITY,
+        "with --reduce on a cluster master: reduce buckets and executors per batch (batch interval: --trigger)",
+    ),
+]
+ElasticParamsOpt = Annotated[
+    str,
+    typer.Option(
+        metavar="K=V;K=V",
+        help="parameters of the --elastic policy, e.g. 'max_executors=3' or 'reduce_buckets=3;executors=3'",
+    ),
+]
+SqlOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        metavar="QUERY",
+        help="your own query over --input, read as the table 'input' (repeat: several run concurrently "
+        "under --scheduler); instead of --workload",
+    ),
+]
+SchemaOpt = Annotated[
+    str | None, typer.Option(metavar="DDL", help="with --sql: the columns of the input files, 'a INT, b STRING'")
+]
+FormatOpt = Annotated[
+    str, typer.Option("--format", metavar="csv|json|parquet", help="with --sql: the input files' format")
+]
+HeaderOpt = Annotated[bool, typer.Option(help="with --sql: CSV files start with a header line")]
+
+
 def _version(value: bool) -> None:
     if value:
         from importlib.metadata import PackageNotFoundError, version
@@ -195,85 +265,29 @@ def run(
     admission: AdmissionOpt = "lmstream",
     traffic: TrafficOpt = "constant",
     rate: RateOpt = 1000,
-    duration: Annotated[float, typer.Option(min=0.001, metavar="SECONDS", help="seconds of generated input")] = 60.0,
-    trigger: Annotated[float, typer.Option(min=0.001, metavar="SECONDS", help="interval of the fixed policy")] = 10.0,
-    seed: Annotated[int, typer.Option(min=0, metavar="N", help="seed of the generated input")] = 0,
-    input: Annotated[
-        str | None,
-        typer.Option(
-            metavar="DIR|URL",
-            help="read standard CSV files from DIR, or the entries of a Redis "
-            "stream redis[s]://[USER[:PASSWORD]@]HOST:PORT[/DB]/STREAM[,STREAM2], instead of the "
-            "generator (implies --drain)",
-        ),
-    ] = None,
-    drain: Annotated[bool, typer.Option(help="emit every window once the input is over, then stop")] = False,
-    run_dir: Annotated[
-        str | None,
-        typer.Option(
-            metavar="DIR",
-            help="where metrics, results, plots and spark.log go [default: runs/<workload>-<admission>-<time>]",
-        ),
-    ] = None,
+    duration: DurationOpt = 60.0,
+    trigger: TriggerOpt = 10.0,
+    seed: SeedOpt = 0,
+    input: InputOpt = None,
+    drain: DrainOpt = False,
+    run_dir: RunDirOpt = None,
     master: MasterOpt = "local[2]",
     partitioner: PartitionerOpt = "time",
-    num_blocks: Annotated[int, typer.Option(min=1, metavar="N", help="Spark input partitions per micro-batch")] = 2,
-    admission_params: Annotated[
-        str,
-        typer.Option(metavar="K=V;K=V", help="fields of the --admission policy, e.g. 'history=8;margin_z=2'"),
-    ] = "",
-    partitioner_params: Annotated[
-        str,
-        typer.Option(metavar="K=V;K=V", help="fields of the --partitioner, e.g. 'choices=3;cardinality=hll'"),
-    ] = "",
+    num_blocks: BlocksOpt = 2,
+    admission_params: AdmissionParamsOpt = "",
+    partitioner_params: PartitionerParamsOpt = "",
     scheduler: SchedulerOpt = "default",
-    scheduler_params: Annotated[
-        str,
-        typer.Option(
-            metavar="K=V;K=V",
-            help="parameters of the --scheduler policy, e.g. 'hold=inf' (work-conserving klink) or 'slots=2'",
-        ),
-    ] = "",
-    start_spread: Annotated[
-        float,
-        typer.Option(
-            min=0.0, metavar="SECONDS", help="several workloads: each starts at a random time in [0, SECONDS]"
-        ),
-    ] = 0.0,
+    scheduler_params: SchedulerParamsOpt = "",
+    start_spread: SpreadOpt = 0.0,
     reduce: ReduceOpt = None,
-    reduce_buckets: Annotated[
-        int, typer.Option(min=1, metavar="N", help="reduce tasks per micro-batch (with --reduce)")
-    ] = 4,
+    reduce_buckets: BucketsOpt = 4,
     device: DeviceOpt = "cpu",
-    elastic: Annotated[
-        str | None,
-        choice(
-            ELASTICITY,
-            "with --reduce on a cluster master: reduce buckets and executors per batch (batch interval: --trigger)",
-        ),
-    ] = None,
-    elastic_params: Annotated[
-        str,
-        typer.Option(
-            metavar="K=V;K=V",
-            help="parameters of the --elastic policy, e.g. 'max_executors=3' or 'reduce_buckets=3;executors=3'",
-        ),
-    ] = "",
-    sql: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="QUERY",
-            help="your own query over --input, read as the table 'input' (repeat: several run concurrently "
-            "under --scheduler); instead of --workload",
-        ),
-    ] = None,
-    schema: Annotated[
-        str | None, typer.Option(metavar="DDL", help="with --sql: the columns of the input files, 'a INT, b STRING'")
-    ] = None,
-    file_format: Annotated[
-        str, typer.Option("--format", metavar="csv|json|parquet", help="with --sql: the input files' format")
-    ] = "csv",
-    header: Annotated[bool, typer.Option(help="with --sql: CSV files start with a header line")] = False,
+    elastic: ElasticOpt = None,
+    elastic_params: ElasticParamsOpt = "",
+    sql: SqlOpt = None,
+    schema: SchemaOpt = None,
+    file_format: FormatOpt = "csv",
+    header: HeaderOpt = False,
 ) -> None:
     """Run one workload (or several, concurrently, under a multi-query scheduler), or your own --sql queries over
     --input, and summarise it."""
@@ -285,26 +299,8 @@ def run(
             raise ConfigError(msg)
         console.print("--device auto: every pane operator runs on the CPU (no GPU backend inside Spark tasks yet)")
     if sql:
-        if workload:
-            msg = "give either --workload (built-in queries) or --sql (your own), not both"
-            raise ConfigError(msg)
-        if not input:
-            msg = "--sql needs --input DIR: the directory of files the query reads as the table 'input'"
-            raise ConfigError(msg)
-        from adaptstream.sqlrun import SqlSpec
-
-        spec_sql = SqlSpec(
-            tuple(sql),
-            schema,
-            input,
-            file_format.lower(),
-            header,
-            scheduler,
-            scheduler_params,
-            admission if _given(ctx, "admission") else None,  # --sql: Spark's default (asap) unless asked
-            admission_params,
-        )
-        _run_sql(spec_sql, run_dir, master)
+        _sql_route(ctx, sql, workload, input, schema, file_format, header, scheduler, scheduler_params, admission,
+                   admission_params, run_dir, master)  # fmt: skip
         return
     workloads = workload or ["LR1S"]
     if len(workloads) > 1 and elastic is not None:
@@ -314,59 +310,53 @@ def run(
             "(one policy for every query, docs/tuning.md)"
         )
         raise ConfigError(msg)
+    shared: dict[str, Any] = {
+        "admission": admission, "traffic": traffic, "rate": rate, "duration": duration, "trigger": trigger,
+        "seed": seed, "input": input, "drain": drain, "partitioner": partitioner, "num_blocks": num_blocks,
+        "admission_params": admission_params, "partitioner_params": partitioner_params, "reduce": reduce,
+        "reduce_buckets": reduce_buckets,
+    }  # fmt: skip
     if len(workloads) > 1:
         from adaptstream.multiquery_cli import run_several
 
-        run_several(
-            workloads,
-            scheduler,
-            start_spread,
-            scheduler_params,
-            run_dir,
-            master,
-            spark_factory=_spark,
-            admission=admission,
-            traffic=traffic,
-            rate=rate,
-            duration=duration,
-            trigger=trigger,
-            seed=seed,
-            input=input,
-            drain=drain,
-            partitioner=partitioner,
-            num_blocks=num_blocks,
-            admission_params=admission_params,
-            partitioner_params=partitioner_params,
-            reduce=reduce,
-            reduce_buckets=reduce_buckets,
-        )
+        run_several(workloads, scheduler, start_spread, scheduler_params, run_dir, master, spark_factory=_spark,
+                    **shared)  # fmt: skip
         return
     name = workloads[0]
     if scheduler != "default":
         console.print(f"one workload: --scheduler {scheduler} has nothing to arbitrate (no-op)", style="yellow")
     if input and not drain:
-        drain = True
+        shared["drain"] = True
         console.print("--input implies --drain: the run stops once the input is exhausted", style="yellow")
-    spec = RunSpec(
-        workload=name,
-        admission=admission,
-        traffic=traffic,
-        rate=rate,
-        duration=duration,
-        trigger=trigger,
-        seed=seed,
-        input_dir=input,
-        drain=drain,
-        partitioner=partitioner,
-        num_blocks=num_blocks,
-        admission_params=admission_params,
-        partitioner_params=partitioner_params,
-        reduce=reduce,
-        reduce_buckets=reduce_buckets,
-        elastic=elastic,
-        elastic_params=elastic_params,
-    )
+    shared["input_dir"] = shared.pop("input")
+    spec = RunSpec(workload=name, elastic=elastic, elastic_params=elastic_params, **shared)
     _run_single(spec, run_dir, master)
+
+
+def _sql_route(ctx: typer.Context, sql: list[str], workload: list[str] | None, input: str | None,
+               schema: str | None, file_format: str, header: bool, scheduler: str, scheduler_params: str,
+               admission: str, admission_params: str, run_dir: str | None, master: str) -> None:  # fmt: skip
+    """``run --sql``: the user's own queries over --input."""
+    if workload:
+        msg = "give either --workload (built-in queries) or --sql (your own), not both"
+        raise ConfigError(msg)
+    if not input:
+        msg = "--sql needs --input DIR: the directory of files the query reads as the table 'input'"
+        raise ConfigError(msg)
+    from adaptstream.sqlrun import SqlSpec
+
+    spec = SqlSpec(
+        tuple(sql),
+        schema,
+        input,
+        file_format.lower(),
+        header,
+        scheduler,
+        scheduler_params,
+        admission if _given(ctx, "admission") else None,  # --sql: Spark's default (asap) unless asked
+        admission_params,
+    )
+    _run_sql(spec, run_dir, master)
 
 
 def _run_single(spec: RunSpec, run_dir: str | None, master: str) -> None:

@@ -1,0 +1,240 @@
+"""``adaptstream bench chaos``: kill -9 at random moments, then restart, and count every row lost or duplicated
+(issue #57 item 6, the chaos part).
+
+Each trial starts a driver process (its own JVM, Spark master ``local[2,4]``: up to 4 attempts per task, as an
+executor would retry) that drains a directory of input through ``format("adaptstream")`` with one file per
+micro-batch, and kills something with SIGKILL at a moment drawn uniformly from ``[--kill-from, --kill-to]`` seconds
+after the driver started (so start-up, reading, writing and committing are all hit):
+
+* ``driver-files``: the driver's whole process group (JVM and Python workers), CSV files into Spark's Parquet sink;
+* ``worker-files``: one of the driver's Python worker processes (``pyspark.daemon`` or a worker it forked), same
+  query; Spark retries the task, or the query fails and is restarted;
+* ``driver-pane``: the driver of ``adaptstream.windowed_aggregate`` (split reduce, a function sink that overwrites
+  its batch's folder), event-time windows.
+
+Then the same driver runs again on the same checkpoint until the input is drained, and the output is compared with
+plain PySpark batch SQL over the same input: rows (or windows) missing, present more than once, or with other
+values. A trial whose driver finished before its kill moment is reported as not killed (its output still checked).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from adaptstream_bench.meta import finish_meta, sample_load, start_meta
+
+KINDS = ("driver-files", "worker-files", "driver-pane")
+MASTER = "local[2,4]"
+
+FILES_DRIVER = r"""
+import sys
+from adaptstream.spark.session import build_spark
+src, out, ck, master = sys.argv[1:5]
+spark = build_spark(master=master, app_name="chaos-files")
+df = (spark.readStream.format("adaptstream").schema("k STRING, v INT").option("path", src)
+      .option("fileStableSeconds", "0").option("maxFilesPerTrigger", "1").load())
+q = (df.writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)
+     .trigger(availableNow=True).start())
+q.awaitTermination()
+spark.stop()
+"""
+
+PANE_DRIVER = r"""
+import os, sys
+import adaptstream
+from adaptstream.spark.session import build_spark
+src, out, ck, master = sys.argv[1:5]
+spark = build_spark(master=master, app_name="chaos-pane")
+adaptstream.register(spark)
+def sink(df, batch_id):
+    df.write.mode("overwrite").parquet(os.path.join(out, f"batch_id={batch_id}"))
+df = (spark.readStream.format("adaptstream").schema("k STRING, ts TIMESTAMP, v INT").option("path", src)
+      .option("maxFilesPerTrigger", "1").option("fileStableSeconds", "0").load())
+q = adaptstream.windowed_aggregate(df, keys="k", time="ts", window="20 seconds", slide="10 seconds",
+                                   aggs={"v": ["sum", "count", "max"]}, reduce="split", reduce_buckets=3,
+                                   sink=sink, checkpoint=ck, trigger={"availableNow": True})
+q.awaitTermination()
+spark.stop()
+"""
+
+PANE_ORACLE = """SELECT window.start, window.end, k, sum(v), count(v), max(v) FROM chaos_in WHERE ts IS NOT NULL
+GROUP BY window(ts, '20 seconds', '10 seconds'), k"""
+
+
+def write_input(kind: str, src: Path, files: int, rnd: random.Random) -> None:
+    """Files written whole before the driver starts (atomic rename), one micro-batch each."""
+    src.mkdir(parents=True)
+    for i in range(files):
+        if kind == "driver-pane":
+            rows = [(f"k{rnd.randrange(8)}", 60 * i + rnd.randrange(60), rnd.randrange(1000)) for _ in range(150)]
+            text = "".join(f"{k},2024-01-01 {t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d},{v}\n" for k, t, v in rows)
+        else:
+            text = "".join(f"k{i},{j}\n" for j in range(50))
+        tmp = src / f".{i:03d}.tmp"
+        tmp.write_text(text)
+        os.replace(tmp, src / f"{i:03d}.csv")
+
+
+def python_workers(pgid: int) -> list[int]:
+    """PIDs of the process group's PySpark Python workers (the daemon and the workers it forked)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if os.getpgid(int(d.name)) != pgid:
+                continue
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ")
+        except (OSError, ProcessLookupError):
+            continue
+        if b"pyspark.daemon" in cmd or b"pyspark.worker" in cmd:
+            found.append(int(d.name))
+    return found
+
+
+def _kill(kind: str, proc: subprocess.Popen, at: float, t0: float, rnd: random.Random) -> str:
+    """Wait for the kill moment and kill; what was killed, or why nothing was."""
+    while time.time() - t0 < at:
+        if proc.poll() is not None:
+            return "not killed: the driver finished first"
+        time.sleep(0.05)
+    if kind != "worker-files":
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return "driver process group"
+    deadline = time.time() + 15
+    while time.time() < deadline and proc.poll() is None:
+        workers = python_workers(proc.pid)
+        if workers:
+            victim = rnd.choice(workers)
+            try:
+                os.kill(victim, signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+            return f"python worker ({len(workers)} running)"
+        time.sleep(0.05)
+    return "not killed: no Python worker ran" if proc.poll() is None else "not killed: the driver finished first"
+
+
+def check(spark, kind: str, src: Path, out: Path) -> dict:
+    """Output against batch SQL over the same input: lost, duplicated and wrong rows (windows for the pane)."""
+    if kind == "driver-pane":
+        spark.read.schema("k STRING, ts TIMESTAMP, v INT").csv(str(src)).createOrReplaceTempView("chaos_in")
+        want = {tuple(r[:3]): tuple(r[3:]) for r in spark.sql(PANE_ORACLE).collect()}
+        got_rows = [tuple(r) for r in spark.read.parquet(str(out)).drop("batch_id").collect()] if out.exists() else []
+        got = Counter(tuple(r[:3]) for r in got_rows)
+        values = {tuple(r[:3]): tuple(r[3:]) for r in got_rows}
+        lost = sum(1 for w in want if w not in got)
+        dup = sum(n - 1 for n in got.values() if n > 1)
+        wrong = sum(1 for w, v in values.items() if w not in want or want[w] != v)
+        return {"unit": "windows", "expected": len(want), "got": len(got_rows), "lost": lost, "duplicated": dup,
+                "wrong": wrong}  # fmt: skip
+    expected = Counter(tuple(r) for r in spark.read.schema("k STRING, v INT").csv(str(src)).collect())
+    seen = Counter(tuple(r) for r in spark.read.parquet(str(out)).collect()) if out.exists() else Counter()
+    return {"unit": "rows", "expected": sum(expected.values()), "got": sum(seen.values()),
+            "lost": sum((expected - seen).values()), "duplicated": sum((seen - expected).values()),
+            "wrong": 0}  # fmt: skip
+
+
+def trial(spark, kind: str, k: int, work: Path, files: int, kill_from: float, kill_to: float, seed: int) -> dict:
+    rnd = random.Random(seed)
+    at = rnd.uniform(kill_from, kill_to)
+    d = work / f"{kind}-{k}"
+    src, out, ck = d / "in", d / "out", d / "ck"
+    write_input(kind, src, files, rnd)
+    script = d / "driver.py"
+    script.write_text(PANE_DRIVER if kind == "driver-pane" else FILES_DRIVER)
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    cmd = [sys.executable, str(script), str(src), str(out), str(ck), MASTER]
+    t0 = time.time()
+    with open(d / "first.log", "wb") as log:
+        proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=log, stderr=log)
+        killed = _kill(kind, proc, at, t0, rnd)
+        first_rc = proc.wait(timeout=600)
+    committed = len(os.listdir(ck / "commits")) if (ck / "commits").is_dir() else 0
+    t1 = time.time()
+    rerun = subprocess.run(cmd, env=env, capture_output=True, timeout=600, check=False)
+    row = {
+        "kind": kind, "trial": k, "seed": seed, "kill_at_s": at, "killed": killed, "first_rc": first_rc,
+        "commits_before_restart": committed, "restart_rc": rerun.returncode, "restart_s": time.time() - t1,
+        "restart_error": "" if rerun.returncode == 0 else rerun.stderr.decode(errors="replace")[-600:],
+    }  # fmt: skip
+    row.update(check(spark, kind, src, out))
+    row["load"] = os.getloadavg()[0]
+    shutil.rmtree(d, ignore_errors=True)
+    return row
+
+
+def chaos_command(
+    trials: Annotated[int, typer.Option(min=1, help="trials per kind")] = 8,
+    kinds: Annotated[str, typer.Option(help=f"comma list of {', '.join(KINDS)}")] = ",".join(KINDS),
+    files: Annotated[int, typer.Option(min=2, help="input files per trial (one micro-batch each)")] = 24,
+    kill_from: Annotated[float, typer.Option(min=0.0, help="earliest kill moment, s after the driver started")] = 3.0,
+    kill_to: Annotated[float, typer.Option(min=0.0, help="latest kill moment")] = 30.0,
+    seed: Annotated[int, typer.Option(help="seed of the kill moments and the input")] = 0,
+    budget_minutes: Annotated[float, typer.Option(min=1.0, help="start no trial after this much wall time")] = 40.0,
+    out: Annotated[str | None, typer.Option(metavar="DIR", help="report directory [default: runs/bench-chaos-<time>]")]
+    = None,
+    update_docs: Annotated[bool, typer.Option("--update-docs", help="write docs/results/chaos.*")] = False,
+) -> None:
+    """kill -9 of the driver or a Python worker at random moments; rows lost or duplicated after the restart."""
+    from adaptstream.errors import ConfigError
+    from adaptstream.outdirs import report_dir
+    from adaptstream.spark.session import build_spark
+    from adaptstream_bench.chaos_report import write_report
+
+    ks = [x.strip() for x in kinds.split(",") if x.strip()]
+    if not ks or any(x not in KINDS for x in ks) or kill_to < kill_from:
+        msg = f"--kinds takes a comma list of {', '.join(KINDS)}, and --kill-to must be >= --kill-from"
+        raise ConfigError(msg)
+    target = report_dir("bench-chaos", out, update_docs, report="chaos.json")
+    target.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="adaptstream-chaos-"))
+    spark = build_spark(master="local[1]", app_name="chaos-oracle")
+    data: dict = {
+        "meta": {
+            **start_meta("bench", "chaos"),
+            "spark": spark.version,
+            "sizing": f"{trials} trials per kind ({', '.join(ks)}), {files} input files per trial (one micro-batch "
+            f"each; driver-files / worker-files: 50 rows per file; driver-pane: 150 rows over 60 s of event time "
+            f"per file), kill moment uniform in [{kill_from:g}, {kill_to:g}] s after the driver started, seed "
+            f"{seed}, drivers on Spark master {MASTER}, the oracle's batch SQL on local[1] in the benchmark's "
+            f"process, a {budget_minutes:g} min budget on starting trials.",
+        },
+        "trials": [],
+        "skipped": [],
+    }
+    t_start = time.time()
+    try:
+        for k in range(trials):
+            for kind in ks:
+                if (time.time() - t_start) / 60 > budget_minutes:
+                    data["skipped"].append(f"{kind} trial {k + 1}")
+                    continue
+                row = trial(spark, kind, k, work, files, kill_from, kill_to, seed * 1000 + 10 * k + KINDS.index(kind))
+                data["trials"].append(row)
+                sample_load(data["meta"])
+                typer.echo(
+                    f"[{(time.time() - t_start) / 60:5.1f} min] {kind} {k + 1}/{trials}: kill at "
+                    f"{row['kill_at_s']:.1f} s ({row['killed']}), restart rc {row['restart_rc']}, {row['unit']} "
+                    f"lost {row['lost']} duplicated {row['duplicated']} wrong {row['wrong']}"
+                )
+                write_report(data, target)
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    finish_meta(data["meta"])
+    md = write_report(data, target)
+    typer.echo(f"bench chaos: report in {md}")

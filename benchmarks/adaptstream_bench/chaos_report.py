@@ -1,0 +1,132 @@
+"""Report of ``adaptstream bench chaos``: every trial, and per kind one target with its verdict computed here.
+
+Targets, fixed before any run was recorded (issue #57: "0 rows lost and 0 duplicated over every chaos trial"):
+
+* per kind: every trial's restart drains the input (exit status 0) and its output equals batch SQL over the same
+  input, with 0 rows (windows) lost, 0 duplicated and 0 with other values. Missed when any trial of the kind breaks
+  this; met when none does and at least one trial of the kind was really killed (its kill came before the driver
+  finished) and no trial of the kind was skipped by the budget; undecided otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from adaptstream_bench.meta import describe, targets_table
+
+NAME = "chaos"
+
+
+def _bad(t: dict) -> bool:
+    return t["restart_rc"] != 0 or t["lost"] > 0 or t["duplicated"] > 0 or t["wrong"] > 0
+
+
+def targets(data: dict) -> list[dict[str, Any]]:
+    out = []
+    kinds = list(dict.fromkeys(t["kind"] for t in data["trials"]))
+    for kind in kinds:
+        ts = [t for t in data["trials"] if t["kind"] == kind]
+        killed = [t for t in ts if not t["killed"].startswith("not killed")]
+        skipped = [s for s in data.get("skipped", []) if s.startswith(kind + " ")]
+        bad = [t for t in ts if _bad(t)]
+        met = False if bad else (None if not killed or skipped else True)
+        unit = ts[0]["unit"]
+        out.append(
+            {
+                "target": f"{kind}: 0 {unit} lost, 0 duplicated, 0 wrong, every restart drains",
+                "rule": "per trial: output == batch SQL over the input after the restart; missed on any breach",
+                "measured": f"{len(ts)} trials ({len(killed)} killed), {sum(t['lost'] for t in ts)} lost, "
+                f"{sum(t['duplicated'] for t in ts)} duplicated, {sum(t['wrong'] for t in ts)} wrong, "
+                f"{sum(t['restart_rc'] != 0 for t in ts)} restarts failed"
+                + (f"; {len(skipped)} skipped by the budget" if skipped else ""),
+                "met": met,
+            }
+        )
+    return out
+
+
+def markdown(data: dict) -> str:
+    m = data["meta"]
+    lines = [
+        "# Chaos: kill -9 at random moments, then restart (issue #57 item 6, the chaos part)",
+        "",
+        describe(m),
+        "",
+        f"Set-up: {m['sizing']}",
+        "",
+        "What each kind kills, and the rule: " + (__doc__ or "").split("Targets, fixed", 1)[0].split("\n", 1)[1],
+        "Rule: " + (__doc__ or "").split("):", 1)[1].strip(),
+        "",
+        "## Targets",
+        "",
+        *targets_table([(t["target"], t["rule"], t["measured"], t["met"]) for t in data["targets"]], "undecided"),
+        "",
+        "## Trials",
+        "",
+        "| kind | trial | kill at s | killed | first exit | commits before restart | restart exit | restart s | "
+        "expected | got | lost | duplicated | wrong |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for t in data["trials"]:
+        lines.append(
+            f"| {t['kind']} | {t['trial'] + 1} | {t['kill_at_s']:.1f} | {t['killed']} | {t['first_rc']} | "
+            f"{t['commits_before_restart']} | {t['restart_rc']} | {t['restart_s']:.0f} | {t['expected']} "
+            f"{t['unit']} | {t['got']} | {t['lost']} | {t['duplicated']} | {t['wrong']} |"
+        )
+    errors = [t for t in data["trials"] if t["restart_rc"] != 0]
+    if errors:
+        lines += ["", "## Failed restarts (last lines of stderr)", ""]
+        lines += [f"- {t['kind']} trial {t['trial'] + 1}: `{t['restart_error'][-300:]}`" for t in errors]
+    if data.get("skipped"):
+        lines += ["", f"Not run (budget): {', '.join(data['skipped'])}."]
+    lines += [
+        "",
+        "Not in this benchmark yet (issue #57 item 6): kills of the Redis server and of the scheduling controller, "
+        "the Redis source, the 30-minute soak (RSS, descriptors, threads) and the 10x backlog on every connector.",
+        "",
+        f"![kill moments]({NAME}.png)",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _plot(data: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for i, kind in enumerate(dict.fromkeys(t["kind"] for t in data["trials"])):
+        ts = [t for t in data["trials"] if t["kind"] == kind]
+        ok = [t for t in ts if not _bad(t)]
+        bad = [t for t in ts if _bad(t)]
+        ax.scatter([t["kill_at_s"] for t in ok], [t["commits_before_restart"] for t in ok], label=f"{kind}",
+                   marker="os^"[i % 3], color=f"C{i}")  # fmt: skip
+        if bad:
+            ax.scatter([t["kill_at_s"] for t in bad], [t["commits_before_restart"] for t in bad], marker="x",
+                       color="red", label=f"{kind}: lost/duplicated/failed")  # fmt: skip
+    ax.set_xlabel("kill moment (s after the driver started)")
+    ax.set_ylabel("batches committed before the restart")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_report(data: dict, target: Path) -> Path:
+    target.mkdir(parents=True, exist_ok=True)
+    data = {**data, "targets": targets(data)}
+    (target / f"{NAME}.json").write_text(json.dumps(data, indent=1, default=float) + "\n")
+    _plot(data, target / f"{NAME}.png")
+    md = target / f"{NAME}.md"
+    md.write_text(markdown(data))
+    return md
+
+
+if __name__ == "__main__":  # pragma: no cover
+    d = Path(sys.argv[1])
+    print(write_report(json.loads((d / f"{NAME}.json").read_text()), d))

@@ -1,0 +1,90 @@
+"""bench chaos: the verdict rule per kind, the report rendered from its JSON alone, input written whole, and the
+Python workers of a process group found by their command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from adaptstream.errors import ConfigError
+from adaptstream_bench.chaos import chaos_command, python_workers, write_input
+from adaptstream_bench.chaos_report import targets, write_report
+
+
+def _trial(kind="driver-files", lost=0, dup=0, wrong=0, rc=0, killed="driver process group", k=0):
+    return {"kind": kind, "trial": k, "seed": k, "kill_at_s": 5.0 + k, "killed": killed, "first_rc": -9,
+            "commits_before_restart": k, "restart_rc": rc, "restart_s": 12.0, "restart_error": "" if rc == 0
+            else "boom", "unit": "rows", "expected": 100, "got": 100 - lost + dup, "lost": lost, "duplicated": dup,
+            "wrong": wrong, "load": 1.0}  # fmt: skip
+
+
+def _data(trials, skipped=()):
+    meta = {"command": "adaptstream bench chaos", "git": "x", "started": 0.0, "machine": {"host": "h", "cpus": 2,
+            "python": "3.11"}, "load_before": [1.0, 1.0, 1.0], "sizing": "test"}  # fmt: skip
+    return {"meta": meta, "trials": list(trials), "skipped": list(skipped)}
+
+
+@pytest.mark.parametrize(
+    ("trials", "skipped", "met"),
+    [
+        ([_trial(k=0), _trial(k=1)], (), True),
+        ([_trial(k=0), _trial(k=1, dup=1)], (), False),  # one duplicate misses the kind
+        ([_trial(k=0), _trial(k=1, lost=3)], (), False),
+        ([_trial(k=0, wrong=1)], (), False),
+        ([_trial(k=0, rc=1)], (), False),  # a restart that does not drain
+        ([_trial(k=0, killed="not killed: the driver finished first")], (), None),  # nothing was killed
+        ([_trial(k=0)], ("driver-files trial 2",), None),  # the budget cut a trial
+    ],
+)
+def test_one_verdict_per_kind(trials, skipped, met):
+    (t,) = targets(_data(trials, skipped))
+    assert t["met"] is met
+
+
+def test_report_from_the_json_alone(tmp_path):
+    data = _data([_trial(k=0), _trial("worker-files", k=0, killed="python worker (2 running)"),
+                  _trial("worker-files", k=1, rc=1)])  # fmt: skip
+    write_report(data, tmp_path)
+    saved = json.loads((tmp_path / "chaos.json").read_text())
+    assert [t["met"] for t in saved["targets"]] == [True, False]
+    md = (tmp_path / "chaos.md").read_text()
+    assert "**met**" in md and "**missed**" in md and "Failed restarts" in md and "boom" in md
+    assert (tmp_path / "chaos.png").stat().st_size > 1000
+    saved.pop("targets")
+    write_report(saved, tmp_path)  # re-rendered from what was saved
+    assert (tmp_path / "chaos.md").read_text() == md
+
+
+def test_input_files_are_whole_and_the_pane_rows_carry_event_times(tmp_path):
+    write_input("driver-files", tmp_path / "a", 3, random.Random(0))
+    assert sorted(os.listdir(tmp_path / "a")) == ["000.csv", "001.csv", "002.csv"]
+    assert (tmp_path / "a" / "001.csv").read_text().splitlines()[:2] == ["k1,0", "k1,1"]
+    write_input("driver-pane", tmp_path / "b", 2, random.Random(0))
+    k, ts, v = (tmp_path / "b" / "001.csv").read_text().splitlines()[0].split(",")
+    assert k.startswith("k") and ts.startswith("2024-01-01 00:01:") and 0 <= int(v) < 1000
+
+
+def test_python_workers_are_found_by_process_group():
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "-m", "pyspark.daemon"],
+                            start_new_session=True)  # fmt: skip
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        assert python_workers(proc.pid) == [proc.pid]
+        assert python_workers(other.pid) == []  # same group, no pyspark on its command line
+    finally:
+        for p in (proc, other):
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def test_bad_options_are_config_errors():
+    with pytest.raises(ConfigError, match="--kinds"):
+        chaos_command(kinds="driver,files")
+    with pytest.raises(ConfigError, match="--kill-to"):
+        chaos_command(kill_from=10.0, kill_to=5.0)

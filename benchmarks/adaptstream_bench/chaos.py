@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -128,12 +129,26 @@ def _kill(kind: str, proc: subprocess.Popen, at: float, t0: float, rnd: random.R
     return "not killed: no Python worker ran" if proc.poll() is None else "not killed: the driver finished first"
 
 
+def error_lines(text: str, keep: int = 3) -> str:
+    """The lines of a failed driver's output that name an error (Spark's log and a Python traceback are long)."""
+    found = [ln.strip()[:300] for ln in text.splitlines() if re.search(r"(Error|Exception)\b", ln)
+             and not ln.lstrip().startswith("at ")]  # fmt: skip
+    return " | ".join(found[-keep:]) if found else text[-300:]
+
+
+def _has_output(out: Path) -> bool:
+    return any(out.rglob("*.parquet"))
+
+
 def check(spark, kind: str, src: Path, out: Path) -> dict:
-    """Output against batch SQL over the same input: lost, duplicated and wrong rows (windows for the pane)."""
+    """Output against batch SQL over the same input: lost, duplicated and wrong rows (windows for the pane). An
+    output folder without data files (the query committed nothing) holds no rows."""
     if kind == "driver-pane":
         spark.read.schema("k STRING, ts TIMESTAMP, v INT").csv(str(src)).createOrReplaceTempView("chaos_in")
         want = {tuple(r[:3]): tuple(r[3:]) for r in spark.sql(PANE_ORACLE).collect()}
-        got_rows = [tuple(r) for r in spark.read.parquet(str(out)).drop("batch_id").collect()] if out.exists() else []
+        got_rows = (
+            [tuple(r) for r in spark.read.parquet(str(out)).drop("batch_id").collect()] if _has_output(out) else []
+        )
         got = Counter(tuple(r[:3]) for r in got_rows)
         values = {tuple(r[:3]): tuple(r[3:]) for r in got_rows}
         lost = sum(1 for w in want if w not in got)
@@ -142,7 +157,7 @@ def check(spark, kind: str, src: Path, out: Path) -> dict:
         return {"unit": "windows", "expected": len(want), "got": len(got_rows), "lost": lost, "duplicated": dup,
                 "wrong": wrong}  # fmt: skip
     expected = Counter(tuple(r) for r in spark.read.schema("k STRING, v INT").csv(str(src)).collect())
-    seen = Counter(tuple(r) for r in spark.read.parquet(str(out)).collect()) if out.exists() else Counter()
+    seen = Counter(tuple(r) for r in spark.read.parquet(str(out)).collect()) if _has_output(out) else Counter()
     return {"unit": "rows", "expected": sum(expected.values()), "got": sum(seen.values()),
             "lost": sum((expected - seen).values()), "duplicated": sum((seen - expected).values()),
             "wrong": 0}  # fmt: skip
@@ -169,8 +184,10 @@ def trial(spark, kind: str, k: int, work: Path, files: int, kill_from: float, ki
     row = {
         "kind": kind, "trial": k, "seed": seed, "kill_at_s": at, "killed": killed, "first_rc": first_rc,
         "commits_before_restart": committed, "restart_rc": rerun.returncode, "restart_s": time.time() - t1,
-        "restart_error": "" if rerun.returncode == 0 else rerun.stderr.decode(errors="replace")[-600:],
+        "restart_error": "" if rerun.returncode == 0 else error_lines(rerun.stderr.decode(errors="replace")),
     }  # fmt: skip
+    if first_rc not in (0, -9):  # the first run failed on its own (a killed worker the retries did not cover)
+        row["first_error"] = error_lines((d / "first.log").read_bytes().decode(errors="replace"))
     row.update(check(spark, kind, src, out))
     row["load"] = os.getloadavg()[0]
     shutil.rmtree(d, ignore_errors=True)
@@ -185,8 +202,9 @@ def chaos_command(
     kill_to: Annotated[float, typer.Option(min=0.0, help="latest kill moment")] = 30.0,
     seed: Annotated[int, typer.Option(help="seed of the kill moments and the input")] = 0,
     budget_minutes: Annotated[float, typer.Option(min=1.0, help="start no trial after this much wall time")] = 40.0,
-    out: Annotated[str | None, typer.Option(metavar="DIR", help="report directory [default: runs/bench-chaos-<time>]")]
-    = None,
+    out: Annotated[
+        str | None, typer.Option(metavar="DIR", help="report directory [default: runs/bench-chaos-<time>]")
+    ] = None,
     update_docs: Annotated[bool, typer.Option("--update-docs", help="write docs/results/chaos.*")] = False,
 ) -> None:
     """kill -9 of the driver or a Python worker at random moments; rows lost or duplicated after the restart."""

@@ -80,6 +80,10 @@ def markdown(data: dict) -> str:
     if errors:
         lines += ["", "## Failed restarts (last lines of stderr)", ""]
         lines += [f"- {t['kind']} trial {t['trial'] + 1}: `{t['restart_error'][-300:]}`" for t in errors]
+    own = [t for t in data["trials"] if t.get("first_error")]
+    if own:
+        lines += ["", "## First runs that failed on their own after the kill (the restart then drained)", ""]
+        lines += [f"- {t['kind']} trial {t['trial'] + 1} (exit {t['first_rc']}): `{t['first_error']}`" for t in own]
     if data.get("skipped"):
         lines += ["", f"Not run (budget): {', '.join(data['skipped'])}."]
     lines += [

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from adaptstream.errors import ConfigError
-from adaptstream_bench.chaos import chaos_command, python_workers, write_input
+from adaptstream_bench.chaos import chaos_command, error_lines, python_workers, write_input
 from adaptstream_bench.chaos_report import targets, write_report
 
 
@@ -50,11 +50,13 @@ def test_one_verdict_per_kind(trials, skipped, met):
 def test_report_from_the_json_alone(tmp_path):
     data = _data([_trial(k=0), _trial("worker-files", k=0, killed="python worker (2 running)"),
                   _trial("worker-files", k=1, rc=1)])  # fmt: skip
+    data["trials"][1].update(first_rc=1, first_error="StreamingQueryException: worker died")
     write_report(data, tmp_path)
     saved = json.loads((tmp_path / "chaos.json").read_text())
     assert [t["met"] for t in saved["targets"]] == [True, False]
     md = (tmp_path / "chaos.md").read_text()
     assert "**met**" in md and "**missed**" in md and "Failed restarts" in md and "boom" in md
+    assert "worker died" in md
     assert (tmp_path / "chaos.png").stat().st_size > 1000
     saved.pop("targets")
     write_report(saved, tmp_path)  # re-rendered from what was saved
@@ -88,3 +90,9 @@ def test_bad_options_are_config_errors():
         chaos_command(kinds="driver,files")
     with pytest.raises(ConfigError, match="--kill-to"):
         chaos_command(kill_from=10.0, kill_to=5.0)
+
+
+def test_error_lines_keep_what_names_the_error():
+    text = "Traceback\n  File x\nadaptstream.errors.ConnectorError: offset 1 is beyond\n\tat org.X(Y)\nState: ACTIVE"
+    assert error_lines(text) == "adaptstream.errors.ConnectorError: offset 1 is beyond"
+    assert error_lines("no words of failure") == "no words of failure"

@@ -117,7 +117,7 @@ USAGE_ERRORS = [
         ("run", "--workload", "LR2S", "--workload", "LR2S", "--reduce", "split", "--elastic", "prompt"),
         "adaptstream.tune(elastic=...)",
     ),
-    (("run", "--admission-params", "histroy=8"), "has no parameter(s) ['histroy']; valid: ['estimator', 'guard', 'history',"),
+    (("run", "--admission-params", "histroy=8"), "has no parameter(s) ['histroy']; valid: ['estimator', 'guard',"),
     (("run", "--admission-params", "history=1"), "lmstream needs history >= 2"),
     (("run", "--partitioner", "pk2", "--partitioner-params", "choices=x"), "choices='x' is not a valid int"),
     (("place",), "Missing argument"),

@@ -89,7 +89,7 @@ def test_admission_params_reach_lmstream_from_spark_options_and_change_its_decis
     assert _decisions(default) != _decisions(tuned)
     same = SourceOptions.parse({**base, "admissionParams": "history=12"}).admission_policy()
     assert _decisions(same) == _decisions(SourceOptions.parse(base).admission_policy())  # the default, spelled out
-    with pytest.raises(ConfigError, match=r"has no parameter\(s\) \['histroy'\]; valid: \['estimator', 'guard', 'history'"):
+    with pytest.raises(ConfigError, match=r"has no parameter\(s\) \['histroy'\]; valid: \['estimator', 'guard'"):
         SourceOptions.parse({**base, "admissionParams": "histroy=8"})
     with pytest.raises(ConfigError, match="margin_z must be a number of standard deviations"):
         SourceOptions.parse({**base, "admissionParams": "margin_z=99"})

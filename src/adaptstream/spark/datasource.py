@@ -308,7 +308,7 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         return not isinstance(limit, ReadMinRows) or sum(d.rows for d in pending) >= limit.min_rows
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        self._ensure_started(start)
+        self._ensure_started(self._logged_start(start, end))
         s, e = int(start["seq"]), int(end["seq"])
         t0 = time.time()
         refs = self.manifest.slice(s, e)
@@ -328,6 +328,16 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             blocks = [t.seqs() for t in tasks]
         self.accounts.inflight = Planned(s, e, admitted_at, t0, est, refs, blocks, block_rows, time.time() - t0)
         return parts
+
+    def _logged_start(self, start: dict, end: dict) -> dict:
+        """A first batch replayed after a crash (its offsets logged, not committed): Spark asks this new instance for
+        its initial offset again, which names a fresh query id, while the batch's end comes from the offsets log.
+        Offset 0 holds no position, so the logged query's id wins and the state written before the crash is used."""
+        logged = end.get("query")
+        if self._started or not logged or int(start["seq"]) != 0 or start.get("query") in (None, logged):
+            return start
+        self._query_id = logged
+        return {**start, "query": logged}
 
     def _num_blocks(self) -> int:
         return read_block_count(self.opts.blocks_file, self.opts.num_blocks)

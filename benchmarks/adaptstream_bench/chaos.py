@@ -7,8 +7,9 @@ micro-batch, and kills something with SIGKILL at a moment drawn uniformly from `
 after the driver started (so start-up, reading, writing and committing are all hit):
 
 * ``driver-files``: the driver's whole process group (JVM and Python workers), CSV files into Spark's Parquet sink;
-* ``worker-files``: one of the driver's Python worker processes (``pyspark.daemon`` or a worker it forked), same
-  query; Spark retries the task, or the query fails and is restarted;
+* ``worker-files``: one of the application's Python processes, drawn at random: executor workers (``worker``),
+  the Python data source's planning workers (``plan_data_source_read`` and the like) and the streaming source's
+  runner; same query; Spark retries a task, or the query fails and is restarted;
 * ``driver-pane``: the driver of ``adaptstream.windowed_aggregate`` (split reduce, a function sink that overwrites
   its batch's folder), event-time windows.
 
@@ -88,8 +89,10 @@ def write_input(kind: str, src: Path, files: int, rnd: random.Random) -> None:
         os.replace(tmp, src / f"{i:03d}.csv")
 
 
-def python_workers(pgid: int) -> list[int]:
-    """PIDs of the process group's PySpark Python workers (the daemon and the workers it forked)."""
+def python_workers(pgid: int) -> list[tuple[int, str]]:
+    """(PID, role) of the process group's PySpark Python workers: every process started as ``pyspark.daemon``
+    (and the workers it forked), whose last argument names its role (``pyspark.worker`` runs tasks on the
+    executor; ``pyspark.sql.worker.*`` plan the Python data source), and the streaming source's runner."""
     found = []
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
@@ -100,8 +103,8 @@ def python_workers(pgid: int) -> list[int]:
             cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ")
         except (OSError, ProcessLookupError):
             continue
-        if b"pyspark.daemon" in cmd or b"pyspark.worker" in cmd:
-            found.append(int(d.name))
+        if b"pyspark." in cmd and (b"pyspark.daemon" in cmd or b"python_streaming_source_runner" in cmd):
+            found.append((int(d.name), cmd.split()[-1].decode(errors="replace").rsplit(".", 1)[-1]))
     return found
 
 
@@ -119,12 +122,12 @@ def _kill(kind: str, proc: subprocess.Popen, at: float, t0: float, rnd: random.R
     while time.time() < deadline and proc.poll() is None:
         workers = python_workers(proc.pid)
         if workers:
-            victim = rnd.choice(workers)
+            victim, role = rnd.choice(workers)
             try:
                 os.kill(victim, signal.SIGKILL)
             except ProcessLookupError:
                 continue
-            return f"python worker ({len(workers)} running)"
+            return f"python {role} (1 of {len(workers)})"
         time.sleep(0.05)
     return "not killed: no Python worker ran" if proc.poll() is None else "not killed: the driver finished first"
 

@@ -48,7 +48,7 @@ def test_one_verdict_per_kind(trials, skipped, met):
 
 
 def test_report_from_the_json_alone(tmp_path):
-    data = _data([_trial(k=0), _trial("worker-files", k=0, killed="python worker (2 running)"),
+    data = _data([_trial(k=0), _trial("worker-files", k=0, killed="python worker (1 of 2)"),
                   _trial("worker-files", k=1, rc=1)])  # fmt: skip
     data["trials"][1].update(first_rc=1, first_error="StreamingQueryException: worker died")
     write_report(data, tmp_path)
@@ -73,11 +73,11 @@ def test_input_files_are_whole_and_the_pane_rows_carry_event_times(tmp_path):
 
 
 def test_python_workers_are_found_by_process_group():
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "-m", "pyspark.daemon"],
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "-m", "pyspark.daemon",
+                             "pyspark.worker"], start_new_session=True)  # fmt: skip
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
     try:
-        assert python_workers(proc.pid) == [proc.pid]
+        assert python_workers(proc.pid) == [(proc.pid, "worker")]
         assert python_workers(other.pid) == []  # same group, no pyspark on its command line
     finally:
         for p in (proc, other):

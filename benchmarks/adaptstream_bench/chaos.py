@@ -202,7 +202,7 @@ def chaos_command(
     kinds: Annotated[str, typer.Option(help=f"comma list of {', '.join(KINDS)}")] = ",".join(KINDS),
     files: Annotated[int, typer.Option(min=2, help="input files per trial (one micro-batch each)")] = 24,
     kill_from: Annotated[float, typer.Option(min=0.0, help="earliest kill moment, s after the driver started")] = 3.0,
-    kill_to: Annotated[float, typer.Option(min=0.0, help="latest kill moment")] = 30.0,
+    kill_to: Annotated[float, typer.Option(min=0.0, help="latest kill moment (24 files drain in about 22 s)")] = 20.0,
     seed: Annotated[int, typer.Option(help="seed of the kill moments and the input")] = 0,
     budget_minutes: Annotated[float, typer.Option(min=1.0, help="start no trial after this much wall time")] = 40.0,
     out: Annotated[

@@ -17,6 +17,7 @@ from adaptstream_bench.prompt_processing import prompt_processing_command
 from adaptstream_bench.redis import redis_command
 from adaptstream_bench.reduce_allocation import reduce_allocation_command
 from adaptstream_bench.reduce_cluster import reduce_cluster_command
+from adaptstream_bench.soak import soak_command
 from adaptstream_bench.source import source_command
 
 app = typer.Typer(no_args_is_help=True, help="Benchmarks that compare our policies with Spark's own behaviour.")
@@ -33,6 +34,7 @@ app.command("mapdevice")(mapdevice_command)
 app.command("cluster-calibration")(cluster_calibration_command)
 app.command("reduce-cluster")(reduce_cluster_command)
 app.command("chaos")(chaos_command)
+app.command("soak")(soak_command)
 
 
 def register(root: typer.Typer, groups: dict[str, typer.Typer]) -> None:

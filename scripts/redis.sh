@@ -5,6 +5,7 @@
 #                                                   temporary DIR unless given: restart on the same PORT and DIR)
 #   scripts/redis.sh stop PID                    stops that server only (SIGTERM: it flushes its AOF) and waits
 # Everything the server writes (append-only file, log, pid file) stays in DIR; nothing else is persisted.
+# REDIS_APPENDFSYNC=always makes every acknowledged write survive a kill -9 of the server (default: everysec).
 set -euo pipefail
 
 install() {
@@ -29,7 +30,7 @@ start() {
   local port=${1:-$(free_port)} dir=${2:-$(mktemp -d -t adaptstream-redis-XXXXXX)}
   mkdir -p "$dir"
   redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" --daemonize yes --pidfile "$dir/redis.pid" \
-    --logfile "$dir/redis.log" --save "" --appendonly yes --appendfsync everysec --protected-mode yes >/dev/null
+    --logfile "$dir/redis.log" --save "" --appendonly yes --appendfsync "${REDIS_APPENDFSYNC:-everysec}" --protected-mode yes >/dev/null
   for _ in $(seq 1 100); do
     if [ -s "$dir/redis.pid" ] && [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" = "PONG" ]; then
       echo "port=$port pid=$(cat "$dir/redis.pid") dir=$dir"

@@ -11,7 +11,11 @@ after the driver started (so start-up, reading, writing and committing are all h
   the Python data source's planning workers (``plan_data_source_read`` and the like) and the streaming source's
   runner; same query; Spark retries a task, or the query fails and is restarted;
 * ``driver-pane``: the driver of ``adaptstream.windowed_aggregate`` (split reduce, a function sink that overwrites
-  its batch's folder), event-time windows.
+  its batch's folder), event-time windows;
+* ``driver-redis``: the driver's process group, reading a Redis stream (one dataset per 0.1 s of entries) into
+  the Parquet sink;
+* ``redis-server``: the Redis server under that query (``scripts/redis.sh``, append-only file fsynced at every
+  write), restarted at once on its port and files; the source waits for it (``redisTimeout``).
 
 Then the same driver runs again on the same checkpoint until the input is drained, and the output is compared with
 plain PySpark batch SQL over the same input: rows (or windows) missing, present more than once, or with other
@@ -37,7 +41,9 @@ import typer
 
 from adaptstream_bench.meta import finish_meta, sample_load, start_meta
 
-KINDS = ("driver-files", "worker-files", "driver-pane")
+KINDS = ("driver-files", "worker-files", "driver-pane", "driver-redis", "redis-server")
+REDIS_KINDS = ("driver-redis", "redis-server")
+ROOT = Path(__file__).resolve().parents[2]
 MASTER = "local[2,4]"
 
 FILES_DRIVER = r"""
@@ -71,8 +77,74 @@ q.awaitTermination()
 spark.stop()
 """
 
+REDIS_DRIVER = r"""
+import sys
+from adaptstream.spark.session import build_spark
+url, out, ck, master = sys.argv[1:5]
+spark = build_spark(master=master, app_name="chaos-redis")
+df = (spark.readStream.format("adaptstream").schema("k STRING, v INT").option("path", url)
+      .option("statePath", ck + "-state").option("datasetSeconds", "0.1").option("maxDatasetsPerBatch", "1")
+      .option("redisTimeout", "60").load())
+q = (df.writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)
+     .trigger(availableNow=True).start())
+q.awaitTermination()
+spark.stop()
+"""
+
 PANE_ORACLE = """SELECT window.start, window.end, k, sum(v), count(v), max(v) FROM chaos_in WHERE ts IS NOT NULL
 GROUP BY window(ts, '20 seconds', '10 seconds'), k"""
+
+
+class RedisServer:
+    """The benchmark's Redis server, started and restarted by ``scripts/redis.sh`` on one port and folder."""
+
+    def __init__(self) -> None:
+        self.port: str | None = None
+        self.dir: str | None = None
+        self.pid: str | None = None
+        self.start()
+
+    def start(self) -> None:
+        args = [str(self.port), str(self.dir)] if self.port else []
+        env = {**os.environ, "REDIS_APPENDFSYNC": "always"}
+        out = subprocess.run(["bash", str(ROOT / "scripts" / "redis.sh"), "start", *args], env=env,
+                             capture_output=True, text=True, check=True).stdout  # fmt: skip
+        fields = dict(kv.split("=", 1) for kv in out.split())
+        self.port, self.pid, self.dir = fields["port"], fields["pid"], fields["dir"]
+
+    def kill(self) -> None:
+        os.kill(int(self.pid or 0), signal.SIGKILL)
+
+    def stop(self) -> None:
+        subprocess.run(["bash", str(ROOT / "scripts" / "redis.sh"), "stop", str(self.pid)], check=False)
+        shutil.rmtree(self.dir or "", ignore_errors=True)
+
+    def client(self):
+        import redis
+
+        return redis.Redis(host="127.0.0.1", port=int(self.port or 0))
+
+
+def write_stream(server: RedisServer, stream: str, groups: int) -> None:
+    """``groups`` datasets of 50 entries, each in its own 0.1 s of the server's clock; returns once the server's
+    clock has passed the last one (it is then a closed dataset)."""
+    r = server.client()
+
+    def now_tenths() -> int:
+        sec, us = r.time()
+        return (int(sec) * 1000 + int(us) // 1000) // 100
+
+    for i in range(groups):
+        tenth = now_tenths()
+        pipe = r.pipeline()
+        for j in range(50):
+            pipe.xadd(stream, {"row": f"k{i},{j}"})
+        pipe.execute()
+        while now_tenths() <= tenth:
+            pass  # the next group starts in the next tenth of a second of the server's clock
+    last = now_tenths()
+    while now_tenths() <= last + 1:
+        pass
 
 
 def write_input(kind: str, src: Path, files: int, rnd: random.Random) -> None:
@@ -108,12 +180,17 @@ def python_workers(pgid: int) -> list[tuple[int, str]]:
     return found
 
 
-def _kill(kind: str, proc: subprocess.Popen, at: float, t0: float, rnd: random.Random) -> str:
+def _kill(kind: str, proc: subprocess.Popen, at: float, t0: float, rnd: random.Random,
+          server: RedisServer | None = None) -> str:  # fmt: skip
     """Wait for the kill moment and kill; what was killed, or why nothing was."""
     while time.time() - t0 < at:
         if proc.poll() is not None:
             return "not killed: the driver finished first"
         time.sleep(0.05)
+    if kind == "redis-server" and server is not None:
+        server.kill()
+        server.start()  # at once, on its port and files: the source waits for it
+        return "redis server (restarted at once)"
     if kind != "worker-files":
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
@@ -143,7 +220,7 @@ def _has_output(out: Path) -> bool:
     return any(out.rglob("*.parquet"))
 
 
-def check(spark, kind: str, src: Path, out: Path) -> dict:
+def check(spark, kind: str, src: Path, out: Path, groups: int = 0) -> dict:
     """Output against batch SQL over the same input: lost, duplicated and wrong rows (windows for the pane). An
     output folder without data files (the query committed nothing) holds no rows."""
     if kind == "driver-pane":
@@ -159,27 +236,38 @@ def check(spark, kind: str, src: Path, out: Path) -> dict:
         wrong = sum(1 for w, v in values.items() if w not in want or want[w] != v)
         return {"unit": "windows", "expected": len(want), "got": len(got_rows), "lost": lost, "duplicated": dup,
                 "wrong": wrong}  # fmt: skip
-    expected = Counter(tuple(r) for r in spark.read.schema("k STRING, v INT").csv(str(src)).collect())
+    if kind in REDIS_KINDS:  # what was written to the stream
+        expected = Counter((f"k{i}", j) for i in range(groups) for j in range(50))
+    else:
+        expected = Counter(tuple(r) for r in spark.read.schema("k STRING, v INT").csv(str(src)).collect())
     seen = Counter(tuple(r) for r in spark.read.parquet(str(out)).collect()) if _has_output(out) else Counter()
     return {"unit": "rows", "expected": sum(expected.values()), "got": sum(seen.values()),
             "lost": sum((expected - seen).values()), "duplicated": sum((seen - expected).values()),
             "wrong": 0}  # fmt: skip
 
 
-def trial(spark, kind: str, k: int, work: Path, files: int, kill_from: float, kill_to: float, seed: int) -> dict:
+def trial(spark, kind: str, k: int, work: Path, files: int, kill_from: float, kill_to: float, seed: int,
+          server: RedisServer | None = None) -> dict:  # fmt: skip
     rnd = random.Random(seed)
     at = rnd.uniform(kill_from, kill_to)
     d = work / f"{kind}-{k}"
     src, out, ck = d / "in", d / "out", d / "ck"
-    write_input(kind, src, files, rnd)
     script = d / "driver.py"
-    script.write_text(PANE_DRIVER if kind == "driver-pane" else FILES_DRIVER)
+    d.mkdir(parents=True)
+    if kind in REDIS_KINDS and server is not None:
+        stream = f"chaos-{kind}-{k}"
+        write_stream(server, stream, files)
+        where, text = f"redis://127.0.0.1:{server.port}/{stream}", REDIS_DRIVER
+    else:
+        write_input(kind, src, files, rnd)
+        where, text = str(src), PANE_DRIVER if kind == "driver-pane" else FILES_DRIVER
+    script.write_text(text)
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
-    cmd = [sys.executable, str(script), str(src), str(out), str(ck), MASTER]
+    cmd = [sys.executable, str(script), where, str(out), str(ck), MASTER]
     t0 = time.time()
     with open(d / "first.log", "wb") as log:
         proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=log, stderr=log)
-        killed = _kill(kind, proc, at, t0, rnd)
+        killed = _kill(kind, proc, at, t0, rnd, server)
         first_rc = proc.wait(timeout=600)
     committed = len(os.listdir(ck / "commits")) if (ck / "commits").is_dir() else 0
     t1 = time.time()
@@ -191,7 +279,7 @@ def trial(spark, kind: str, k: int, work: Path, files: int, kill_from: float, ki
     }  # fmt: skip
     if first_rc not in (0, -9):  # the first run failed on its own (a killed worker the retries did not cover)
         row["first_error"] = error_lines((d / "first.log").read_bytes().decode(errors="replace"))
-    row.update(check(spark, kind, src, out))
+    row.update(check(spark, kind, src, out, files))
     row["load"] = os.getloadavg()[0]
     shutil.rmtree(d, ignore_errors=True)
     return row
@@ -224,13 +312,15 @@ def chaos_command(
     target.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="adaptstream-chaos-"))
     spark = build_spark(master="local[1]", app_name="chaos-oracle")
+    server = RedisServer() if any(k in REDIS_KINDS for k in ks) else None
     data: dict = {
         "meta": {
             **start_meta("bench", "chaos"),
             "spark": spark.version,
             "sizing": f"{trials} trials per kind ({', '.join(ks)}), {files} input files per trial (one micro-batch "
             f"each; driver-files / worker-files: 50 rows per file; driver-pane: 150 rows over 60 s of event time "
-            f"per file), kill moment uniform in [{kill_from:g}, {kill_to:g}] s after the driver started, seed "
+            f"per file; Redis kinds: {files} datasets of 50 entries, a stream per trial), "
+            f"kill moment uniform in [{kill_from:g}, {kill_to:g}] s after the driver started, seed "
             f"{seed}, drivers on Spark master {MASTER}, the oracle's batch SQL on local[1] in the benchmark's "
             f"process, a {budget_minutes:g} min budget on starting trials.",
         },
@@ -244,7 +334,8 @@ def chaos_command(
                 if (time.time() - t_start) / 60 > budget_minutes:
                     data["skipped"].append(f"{kind} trial {k + 1}")
                     continue
-                row = trial(spark, kind, k, work, files, kill_from, kill_to, seed * 1000 + 10 * k + KINDS.index(kind))
+                row = trial(spark, kind, k, work, files, kill_from, kill_to, seed * 1000 + 10 * k + KINDS.index(kind),
+                            server)  # fmt: skip
                 data["trials"].append(row)
                 sample_load(data["meta"])
                 typer.echo(
@@ -255,6 +346,8 @@ def chaos_command(
                 write_report(data, target)
     finally:
         spark.stop()
+        if server is not None:
+            server.stop()
         shutil.rmtree(work, ignore_errors=True)
     finish_meta(data["meta"])
     md = write_report(data, target)

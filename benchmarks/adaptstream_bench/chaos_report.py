@@ -88,8 +88,8 @@ def markdown(data: dict) -> str:
         lines += ["", f"Not run (budget): {', '.join(data['skipped'])}."]
     lines += [
         "",
-        "Not in this benchmark yet (issue #57 item 6): kills of the Redis server and of the scheduling controller, "
-        "the Redis source, the 30-minute soak (RSS, descriptors, threads) and the 10x backlog on every connector.",
+        "Not in this benchmark (issue #57 item 6): kills of the scheduling controller and the 10x backlog on every "
+        "connector; the long steady run is `adaptstream bench soak`.",
         "",
         f"![kill moments]({NAME}.png)",
         "",

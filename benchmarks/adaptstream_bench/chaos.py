@@ -317,6 +317,7 @@ def chaos_command(
         "meta": {
             **start_meta("bench", "chaos"),
             "spark": spark.version,
+            "kinds_available": list(KINDS),
             "sizing": f"{trials} trials per kind ({', '.join(ks)}), {files} input files per trial (one micro-batch "
             f"each; driver-files / worker-files: 50 rows per file; driver-pane: 150 rows over 60 s of event time "
             f"per file; Redis kinds: {files} datasets of 50 entries, a stream per trial), "

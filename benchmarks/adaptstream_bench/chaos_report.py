@@ -20,6 +20,10 @@ from adaptstream_bench.meta import describe, targets_table
 NAME = "chaos"
 
 
+def _kinds(data: dict) -> list[str]:
+    return list(dict.fromkeys(t["kind"] for t in data["trials"]))
+
+
 def _bad(t: dict) -> bool:
     return t["restart_rc"] != 0 or t["lost"] > 0 or t["duplicated"] > 0 or t["wrong"] > 0
 
@@ -88,8 +92,12 @@ def markdown(data: dict) -> str:
         lines += ["", f"Not run (budget): {', '.join(data['skipped'])}."]
     lines += [
         "",
-        "Not in this benchmark (issue #57 item 6): kills of the scheduling controller and the 10x backlog on every "
-        "connector; the long steady run is `adaptstream bench soak`.",
+        "Not in this run: "
+        + ", ".join(
+            [f"the kind {k}" for k in m.get("kinds_available", []) if k not in _kinds(data)]
+            + ["kills of the scheduling controller", "the 10x backlog on every connector (issue #57 item 6)"]
+        )
+        + "; the long steady run is `adaptstream bench soak`.",
         "",
         f"![kill moments]({NAME}.png)",
         "",

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from adaptstream_bench.meta import describe, targets_table
+from adaptstream_bench.meta import describe, verdict_table, write_report_files
 
 NAME = "chaos"
 
@@ -66,7 +66,7 @@ def markdown(data: dict) -> str:
         "",
         "## Targets",
         "",
-        *targets_table([(t["target"], t["rule"], t["measured"], t["met"]) for t in data["targets"]], "undecided"),
+        *verdict_table(data["targets"]),
         "",
         "## Trials",
         "",
@@ -130,13 +130,7 @@ def _plot(data: dict, path: Path) -> None:
 
 
 def write_report(data: dict, target: Path) -> Path:
-    target.mkdir(parents=True, exist_ok=True)
-    data = {**data, "targets": targets(data)}
-    (target / f"{NAME}.json").write_text(json.dumps(data, indent=1, default=float) + "\n")
-    _plot(data, target / f"{NAME}.png")
-    md = target / f"{NAME}.md"
-    md.write_text(markdown(data))
-    return md
+    return write_report_files(data, target, NAME, targets, markdown, _plot)
 
 
 if __name__ == "__main__":  # pragma: no cover

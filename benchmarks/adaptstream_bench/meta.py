@@ -8,13 +8,14 @@ docs/results checks it with :func:`missing`.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -191,3 +192,27 @@ def targets_table(targets: list[tuple[str, str, str, bool | None]], unknown: str
         verdict = unknown if met is None else ("met" if met else "missed")
         lines.append(f"| {name} | {rule} | {measured} | **{verdict}** |")
     return lines
+
+
+def verdict_table(targets: list[dict[str, Any]]) -> list[str]:
+    """:func:`targets_table` of a report's ``targets`` (dicts with target, rule, measured, met)."""
+    return targets_table([(t["target"], t["rule"], t["measured"], t["met"]) for t in targets], "undecided")
+
+
+def write_report_files(
+    data: dict[str, Any],
+    target: Path,
+    name: str,
+    targets: Callable[[dict[str, Any]], list[dict[str, Any]]],
+    markdown: Callable[[dict[str, Any]], str],
+    plot: Callable[[dict[str, Any], Path], None],
+) -> Path:
+    """A report's three files from its data: ``<name>.json`` with the targets computed now, the PNG and the
+    Markdown, both drawn from that JSON's content alone. Returns the Markdown's path."""
+    target.mkdir(parents=True, exist_ok=True)
+    data = {**data, "targets": targets(data)}
+    (target / f"{name}.json").write_text(json.dumps(data, indent=1, default=float) + "\n")
+    plot(data, target / f"{name}.png")
+    md = target / f"{name}.md"
+    md.write_text(markdown(data))
+    return md

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from adaptstream_bench.meta import describe, targets_table
+from adaptstream_bench.meta import describe, verdict_table, write_report_files
 
 NAME = "soak"
 ROLES = ("driver", "jvm", "source", "workers")
@@ -77,7 +77,7 @@ def markdown(data: dict) -> str:
         "",
         "## Targets",
         "",
-        *targets_table([(t["target"], t["rule"], t["measured"], t["met"]) for t in data["targets"]], "undecided"),
+        *verdict_table(data["targets"]),
         "",
         f"Samples: {len(data['samples'])}; the run's exit status: {m.get('exit_status', 'still running')}.",
         "",
@@ -107,13 +107,7 @@ def _plot(data: dict, path: Path) -> None:
 
 
 def write_report(data: dict, target: Path) -> Path:
-    target.mkdir(parents=True, exist_ok=True)
-    data = {**data, "targets": targets(data)}
-    (target / f"{NAME}.json").write_text(json.dumps(data, indent=1) + "\n")
-    _plot(data, target / f"{NAME}.png")
-    md = target / f"{NAME}.md"
-    md.write_text(markdown(data))
-    return md
+    return write_report_files(data, target, NAME, targets, markdown, _plot)
 
 
 if __name__ == "__main__":  # pragma: no cover

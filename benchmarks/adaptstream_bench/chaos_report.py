@@ -10,12 +10,10 @@ Targets, fixed before any run was recorded (issue #57: "0 rows lost and 0 duplic
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from adaptstream_bench.meta import describe, verdict_table, write_report_files
+from adaptstream_bench.meta import describe, rerender, verdict_table, write_report_files
 
 NAME = "chaos"
 
@@ -134,5 +132,4 @@ def write_report(data: dict, target: Path) -> Path:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    d = Path(sys.argv[1])
-    print(write_report(json.loads((d / f"{NAME}.json").read_text()), d))
+    rerender(NAME, write_report)

@@ -15,13 +15,11 @@ Targets, fixed before any run was recorded:
 
 from __future__ import annotations
 
-import json
 import statistics
-import sys
 from pathlib import Path
 from typing import Any
 
-from adaptstream_bench.meta import describe, verdict_table, write_report_files
+from adaptstream_bench.meta import describe, rerender, verdict_table, write_report_files
 
 NAME = "lmstream_capacity"
 MARGIN = 0.02  # share points lmstream may fall below asap
@@ -189,5 +187,4 @@ def write_report(data: dict, target: Path) -> Path:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    d = Path(sys.argv[1])
-    print(write_report(json.loads((d / f"{NAME}.json").read_text()), d))
+    rerender(NAME, write_report)

@@ -216,3 +216,9 @@ def write_report_files(
     md = target / f"{name}.md"
     md.write_text(markdown(data))
     return md
+
+
+def rerender(name: str, write_report: Callable[[dict[str, Any], Path], Path]) -> None:
+    """``python -m adaptstream_bench.<x>_report DIR``: rebuild a report's files from ``DIR/<name>.json``."""
+    d = Path(sys.argv[1])
+    print(write_report(json.loads((d / f"{name}.json").read_text()), d))

@@ -12,13 +12,11 @@ value after warm-up"):
 
 from __future__ import annotations
 
-import json
 import statistics
-import sys
 from pathlib import Path
 from typing import Any
 
-from adaptstream_bench.meta import describe, verdict_table, write_report_files
+from adaptstream_bench.meta import describe, rerender, verdict_table, write_report_files
 
 NAME = "soak"
 ROLES = ("driver", "jvm", "source", "workers")
@@ -111,5 +109,4 @@ def write_report(data: dict, target: Path) -> Path:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    d = Path(sys.argv[1])
-    print(write_report(json.loads((d / f"{NAME}.json").read_text()), d))
+    rerender(NAME, write_report)

@@ -40,6 +40,7 @@ from typing import Annotated
 import typer
 
 from adaptstream_bench.meta import finish_meta, sample_load, start_meta
+from adaptstream_bench.procs import group_processes
 
 KINDS = ("driver-files", "worker-files", "driver-pane", "driver-redis", "redis-server")
 REDIS_KINDS = ("driver-redis", "redis-server")
@@ -165,19 +166,11 @@ def python_workers(pgid: int) -> list[tuple[int, str]]:
     """(PID, role) of the process group's PySpark Python workers: every process started as ``pyspark.daemon``
     (and the workers it forked), whose last argument names its role (``pyspark.worker`` runs tasks on the
     executor; ``pyspark.sql.worker.*`` plan the Python data source), and the streaming source's runner."""
-    found = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            if os.getpgid(int(d.name)) != pgid:
-                continue
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ")
-        except (OSError, ProcessLookupError):
-            continue
-        if b"pyspark." in cmd and (b"pyspark.daemon" in cmd or b"python_streaming_source_runner" in cmd):
-            found.append((int(d.name), cmd.split()[-1].decode(errors="replace").rsplit(".", 1)[-1]))
-    return found
+    return [
+        (pid, cmd.split()[-1].decode(errors="replace").rsplit(".", 1)[-1])
+        for pid, cmd in group_processes(pgid)
+        if b"pyspark.daemon" in cmd or b"python_streaming_source_runner" in cmd
+    ]
 
 
 def _kill(kind: str, proc: subprocess.Popen, at: float, t0: float, rnd: random.Random,

@@ -22,6 +22,7 @@ from typing import Annotated
 import typer
 
 from adaptstream_bench.meta import finish_meta, sample_load, start_meta
+from adaptstream_bench.procs import group_processes
 
 ROLES = ("driver", "jvm", "source", "workers")
 
@@ -52,19 +53,14 @@ def _status(pid: int) -> tuple[int, int]:
 def sample(leader: int) -> dict[str, dict[str, int]]:
     """Per role: processes, RSS (MB), open descriptors and threads summed over the process group ``leader``."""
     out = {r: {"procs": 0, "rss_mb": 0, "fds": 0, "threads": 0} for r in ROLES}
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
+    for pid, cmd in group_processes(leader):
+        role = role_of(pid, leader, cmd)
+        if role is None:
             continue
-        pid = int(d.name)
         try:
-            if os.getpgid(pid) != leader:
-                continue
-            role = role_of(pid, leader, (d / "cmdline").read_bytes().replace(b"\0", b" "))
-            if role is None:
-                continue
             rss, threads = _status(pid)
-            fds = len(os.listdir(d / "fd"))
-        except (OSError, ProcessLookupError, ValueError):
+            fds = len(os.listdir(f"/proc/{pid}/fd"))
+        except (OSError, ValueError):
             continue  # the process ended while it was read
         o = out[role]
         o["procs"] += 1

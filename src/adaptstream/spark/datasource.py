@@ -336,8 +336,7 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         logged = end.get("query")
         if self._started or not logged or int(start["seq"]) != 0 or start.get("query") in (None, logged):
             return start
-        self._query_id = logged
-        return {**start, "query": logged}
+        return {**start, "query": logged}  # _ensure_started takes the query id from it
 
     def _num_blocks(self) -> int:
         return read_block_count(self.opts.blocks_file, self.opts.num_blocks)

@@ -12,6 +12,7 @@ descriptors and threads of the group's processes. Roles: ``driver`` (the CLI's P
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -131,4 +132,4 @@ def soak_command(
     finish_meta(data["meta"])
     md = write_report(data, target)
     typer.echo(f"bench soak: report in {md} (the run's exit status {proc.returncode})")
-    subprocess.run(["rm", "-rf", str(work)], check=False)
+    shutil.rmtree(work, ignore_errors=True)

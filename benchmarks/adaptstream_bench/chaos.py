@@ -6,16 +6,20 @@ executor would retry) that drains a directory of input through ``format("adaptst
 micro-batch, and kills something with SIGKILL at a moment drawn uniformly from ``[--kill-from, --kill-to]`` seconds
 after the driver started (so start-up, reading, writing and committing are all hit):
 
-* ``driver-files``: the driver's whole process group (JVM and Python workers), CSV files into Spark's Parquet sink;
+* ``driver-files``: every process of the driver's session (the driver, its JVM, every Python process Spark
+  started), CSV files into Spark's Parquet sink;
 * ``worker-files``: one of the application's Python processes, drawn at random: executor workers (``worker``),
   the Python data source's planning workers (``plan_data_source_read`` and the like) and the streaming source's
   runner; same query; Spark retries a task, or the query fails and is restarted;
 * ``driver-pane``: the driver of ``adaptstream.windowed_aggregate`` (split reduce, a function sink that overwrites
   its batch's folder), event-time windows;
-* ``driver-redis``: the driver's process group, reading a Redis stream (one dataset per 0.1 s of entries) into
+* ``driver-redis``: the driver's session, reading a Redis stream (one dataset per 0.1 s of entries) into
   the Parquet sink;
 * ``redis-server``: the Redis server under that query (``scripts/redis.sh``, append-only file fsynced at every
-  write), restarted at once on its port and files; the source waits for it (``redisTimeout``).
+  write), restarted at once on its port and files; the source waits for it (``redisTimeout``);
+* ``controller``: the driver's session of an application tuned by ``adaptstream.tune(scheduler="klink",
+  state_path=...)`` with two queries over their own directories: its scheduling controller is a thread of that
+  driver and dies with it; the restart resumes the scheduler's saved state (recorded per trial).
 
 Then the same driver runs again on the same checkpoint until the input is drained, and the output is compared with
 plain PySpark batch SQL over the same input: rows (or windows) missing, present more than once, or with other
@@ -34,63 +38,20 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from adaptstream_bench.chaos_drivers import SCRIPTS
 from adaptstream_bench.meta import finish_meta, sample_load, start_meta
-from adaptstream_bench.procs import group_processes
+from adaptstream_bench.procs import kill_session, session_processes
 
-KINDS = ("driver-files", "worker-files", "driver-pane", "driver-redis", "redis-server")
+KINDS = ("driver-files", "worker-files", "driver-pane", "driver-redis", "redis-server", "controller")
 REDIS_KINDS = ("driver-redis", "redis-server")
 ROOT = Path(__file__).resolve().parents[2]
 MASTER = "local[2,4]"
-
-FILES_DRIVER = r"""
-import sys
-from adaptstream.spark.session import build_spark
-src, out, ck, master = sys.argv[1:5]
-spark = build_spark(master=master, app_name="chaos-files")
-df = (spark.readStream.format("adaptstream").schema("k STRING, v INT").option("path", src)
-      .option("fileStableSeconds", "0").option("maxFilesPerTrigger", "1").load())
-q = (df.writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)
-     .trigger(availableNow=True).start())
-q.awaitTermination()
-spark.stop()
-"""
-
-PANE_DRIVER = r"""
-import os, sys
-import adaptstream
-from adaptstream.spark.session import build_spark
-src, out, ck, master = sys.argv[1:5]
-spark = build_spark(master=master, app_name="chaos-pane")
-adaptstream.register(spark)
-def sink(df, batch_id):
-    df.write.mode("overwrite").parquet(os.path.join(out, f"batch_id={batch_id}"))
-df = (spark.readStream.format("adaptstream").schema("k STRING, ts TIMESTAMP, v INT").option("path", src)
-      .option("maxFilesPerTrigger", "1").option("fileStableSeconds", "0").load())
-q = adaptstream.windowed_aggregate(df, keys="k", time="ts", window="20 seconds", slide="10 seconds",
-                                   aggs={"v": ["sum", "count", "max"]}, reduce="split", reduce_buckets=3,
-                                   sink=sink, checkpoint=ck, trigger={"availableNow": True})
-q.awaitTermination()
-spark.stop()
-"""
-
-REDIS_DRIVER = r"""
-import sys
-from adaptstream.spark.session import build_spark
-url, out, ck, master = sys.argv[1:5]
-spark = build_spark(master=master, app_name="chaos-redis")
-df = (spark.readStream.format("adaptstream").schema("k STRING, v INT").option("path", url)
-      .option("statePath", ck + "-state").option("datasetSeconds", "0.1").option("maxDatasetsPerBatch", "1")
-      .option("redisTimeout", "60").load())
-q = (df.writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)
-     .trigger(availableNow=True).start())
-q.awaitTermination()
-spark.stop()
-"""
 
 PANE_ORACLE = """SELECT window.start, window.end, k, sum(v), count(v), max(v) FROM chaos_in WHERE ts IS NOT NULL
 GROUP BY window(ts, '20 seconds', '10 seconds'), k"""
@@ -152,23 +113,28 @@ def write_input(kind: str, src: Path, files: int, rnd: random.Random) -> None:
     """Files written whole before the driver starts (atomic rename), one micro-batch each."""
     src.mkdir(parents=True)
     for i in range(files):
-        if kind == "driver-pane":
+        name = f"{i:03d}.csv"
+        if kind == "controller":  # two queries, each its own directory and keys
+            name = f"{'ab'[i % 2]}/{i:03d}.csv"
+            (src / name).parent.mkdir(exist_ok=True)
+            text = "".join(f"{'ab'[i % 2]}{i},{j}\n" for j in range(50))
+        elif kind == "driver-pane":
             rows = [(f"k{rnd.randrange(8)}", 60 * i + rnd.randrange(60), rnd.randrange(1000)) for _ in range(150)]
             text = "".join(f"{k},2024-01-01 {t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d},{v}\n" for k, t, v in rows)
         else:
             text = "".join(f"k{i},{j}\n" for j in range(50))
         tmp = src / f".{i:03d}.tmp"
         tmp.write_text(text)
-        os.replace(tmp, src / f"{i:03d}.csv")
+        os.replace(tmp, src / name)
 
 
-def python_workers(pgid: int) -> list[tuple[int, str]]:
-    """(PID, role) of the process group's PySpark Python workers: every process started as ``pyspark.daemon``
+def python_workers(sid: int) -> list[tuple[int, str]]:
+    """(PID, role) of the session's PySpark Python workers: every process started as ``pyspark.daemon``
     (and the workers it forked), whose last argument names its role (``pyspark.worker`` runs tasks on the
     executor; ``pyspark.sql.worker.*`` plan the Python data source), and the streaming source's runner."""
     return [
         (pid, cmd.split()[-1].decode(errors="replace").rsplit(".", 1)[-1])
-        for pid, cmd in group_processes(pgid)
+        for pid, cmd in session_processes(sid)
         if b"pyspark.daemon" in cmd or b"python_streaming_source_runner" in cmd
     ]
 
@@ -185,9 +151,9 @@ def _kill(kind: str, proc: subprocess.Popen, at: float, t0: float, rnd: random.R
         server.start()  # at once, on its port and files: the source waits for it
         return "redis server (restarted at once)"
     if kind != "worker-files":
-        os.killpg(proc.pid, signal.SIGKILL)
+        n = kill_session(proc.pid)
         proc.wait()
-        return "driver process group"
+        return f"driver session ({n} processes)"
     deadline = time.time() + 15
     while time.time() < deadline and proc.poll() is None:
         workers = python_workers(proc.pid)
@@ -232,8 +198,12 @@ def check(spark, kind: str, src: Path, out: Path, groups: int = 0) -> dict:
     if kind in REDIS_KINDS:  # what was written to the stream
         expected = Counter((f"k{i}", j) for i in range(groups) for j in range(50))
     else:
-        expected = Counter(tuple(r) for r in spark.read.schema("k STRING, v INT").csv(str(src)).collect())
-    seen = Counter(tuple(r) for r in spark.read.parquet(str(out)).collect()) if _has_output(out) else Counter()
+        dirs = [str(src / q) for q in "ab"] if kind == "controller" else [str(src)]
+        expected = Counter(tuple(r) for r in spark.read.schema("k STRING, v INT").csv(dirs).collect())
+    seen: Counter = Counter()
+    for o in [out / q for q in "ab"] if kind == "controller" else [out]:
+        if _has_output(o):
+            seen.update(tuple(r) for r in spark.read.parquet(str(o)).collect())
     return {"unit": "rows", "expected": sum(expected.values()), "got": sum(seen.values()),
             "lost": sum((expected - seen).values()), "duplicated": sum((seen - expected).values()),
             "wrong": 0}  # fmt: skip
@@ -250,10 +220,10 @@ def trial(spark, kind: str, k: int, work: Path, files: int, kill_from: float, ki
     if kind in REDIS_KINDS and server is not None:
         stream = f"chaos-{kind}-{k}"
         write_stream(server, stream, files)
-        where, text = f"redis://127.0.0.1:{server.port}/{stream}", REDIS_DRIVER
+        where, text = f"redis://127.0.0.1:{server.port}/{stream}", SCRIPTS[kind]
     else:
         write_input(kind, src, files, rnd)
-        where, text = str(src), PANE_DRIVER if kind == "driver-pane" else FILES_DRIVER
+        where, text = str(src), SCRIPTS[kind]
     script.write_text(text)
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
     cmd = [sys.executable, str(script), where, str(out), str(ck), MASTER]
@@ -262,7 +232,8 @@ def trial(spark, kind: str, k: int, work: Path, files: int, kill_from: float, ki
         proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=log, stderr=log)
         killed = _kill(kind, proc, at, t0, rnd, server)
         first_rc = proc.wait(timeout=600)
-    committed = len(os.listdir(ck / "commits")) if (ck / "commits").is_dir() else 0
+    committed = sum(len(os.listdir(c)) for c in [ck / "commits", *ck.glob("*/commits")] if c.is_dir())
+    saved = (d / "ck-tuner" / "tuner-policies.json").exists()
     t1 = time.time()
     rerun = subprocess.run(cmd, env=env, capture_output=True, timeout=600, check=False)
     row = {
@@ -270,12 +241,71 @@ def trial(spark, kind: str, k: int, work: Path, files: int, kill_from: float, ki
         "commits_before_restart": committed, "restart_rc": rerun.returncode, "restart_s": time.time() - t1,
         "restart_error": "" if rerun.returncode == 0 else error_lines(rerun.stderr.decode(errors="replace")),
     }  # fmt: skip
+    if kind == "controller":  # did the restart resume the scheduler's state the first run saved?
+        row["scheduler_state"] = {"saved_before_restart": saved,
+                                  "restored_offset": (d / "ck-restored").read_text() if (d / "ck-restored").exists()
+                                  else "not written"}  # fmt: skip
     if first_rc not in (0, -9):  # the first run failed on its own (a killed worker the retries did not cover)
         row["first_error"] = error_lines((d / "first.log").read_bytes().decode(errors="replace"))
     row.update(check(spark, kind, src, out, files))
     row["load"] = os.getloadavg()[0]
     shutil.rmtree(d, ignore_errors=True)
     return row
+
+
+def sizing(ks: list[str], trials: int, files: int, kill_from: float, kill_to: float, seed: int,
+           budget_minutes: float) -> str:  # fmt: skip
+    return (
+        f"{trials} trials per kind ({', '.join(ks)}), {files} input files per trial (one micro-batch each; "
+        f"driver-files / worker-files: 50 rows per file; controller: the files alternate between its two queries; "
+        f"driver-pane: 150 rows over 60 s of event time per file; Redis kinds: {files} datasets of 50 entries, a "
+        f"stream per trial), kill moment uniform in [{kill_from:g}, {kill_to:g}] s after the driver started, seed "
+        f"{seed}, drivers on Spark master {MASTER}, the oracle's batch SQL on local[1] in the benchmark's process, a "
+        f"{budget_minutes:g} min budget on starting trials."
+    )
+
+
+def check_kinds(kinds: str, kill_from: float, kill_to: float) -> list[str]:
+    from adaptstream.errors import ConfigError
+
+    ks = [x.strip() for x in kinds.split(",") if x.strip()]
+    if not ks or any(x not in KINDS for x in ks) or kill_to < kill_from:
+        msg = f"--kinds takes a comma list of {', '.join(KINDS)}, and --kill-to must be >= --kill-from"
+        raise ConfigError(msg)
+    return ks
+
+
+def run_chaos(spark, part: dict, ks: list[str], trials: int, files: int, kill_from: float, kill_to: float,
+              seed: int, budget_minutes: float, on_trial: Callable[[dict, float], None]) -> None:  # fmt: skip
+    """The trials, kind after kind in each round, into ``part["trials"]`` (and ``part["skipped"]`` past the
+    budget); ``on_trial(row, minutes)`` after each."""
+    work = Path(tempfile.mkdtemp(prefix="adaptstream-chaos-"))
+    server = RedisServer() if any(k in REDIS_KINDS for k in ks) else None
+    part.setdefault("trials", [])
+    part.setdefault("skipped", [])
+    t_start = time.time()
+    try:
+        for k in range(trials):
+            for kind in ks:
+                if (time.time() - t_start) / 60 > budget_minutes:
+                    part["skipped"].append(f"{kind} trial {k + 1}")
+                    continue
+                row = trial(spark, kind, k, work, files, kill_from, kill_to, seed * 1000 + 10 * k + KINDS.index(kind),
+                            server)  # fmt: skip
+                part["trials"].append(row)
+                on_trial(row, (time.time() - t_start) / 60)
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def trial_line(row: dict, trials: int, minutes: float) -> str:
+    return (
+        f"[{minutes:5.1f} min] {row['kind']} {row['trial'] + 1}/{trials}: kill at {row['kill_at_s']:.1f} s "
+        f"({row['killed']}), restart rc {row['restart_rc']}, {row['unit']} lost {row['lost']} duplicated "
+        f"{row['duplicated']} wrong {row['wrong']}"
+    )
 
 
 def chaos_command(
@@ -291,58 +321,34 @@ def chaos_command(
     ] = None,
     update_docs: Annotated[bool, typer.Option("--update-docs", help="write docs/results/chaos.*")] = False,
 ) -> None:
-    """kill -9 of the driver or a Python worker at random moments; rows lost or duplicated after the restart."""
-    from adaptstream.errors import ConfigError
+    """kill -9 of the driver, a Python worker, the Redis server or a tuned application's controller at random
+    moments; rows lost or duplicated after the restart."""
     from adaptstream.outdirs import report_dir
     from adaptstream.spark.session import build_spark
     from adaptstream_bench.chaos_report import write_report
 
-    ks = [x.strip() for x in kinds.split(",") if x.strip()]
-    if not ks or any(x not in KINDS for x in ks) or kill_to < kill_from:
-        msg = f"--kinds takes a comma list of {', '.join(KINDS)}, and --kill-to must be >= --kill-from"
-        raise ConfigError(msg)
+    ks = check_kinds(kinds, kill_from, kill_to)
     target = report_dir("bench-chaos", out, update_docs, report="chaos.json")
     target.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="adaptstream-chaos-"))
     spark = build_spark(master="local[1]", app_name="chaos-oracle")
-    server = RedisServer() if any(k in REDIS_KINDS for k in ks) else None
     data: dict = {
         "meta": {
             **start_meta("bench", "chaos"),
             "spark": spark.version,
             "kinds_available": list(KINDS),
-            "sizing": f"{trials} trials per kind ({', '.join(ks)}), {files} input files per trial (one micro-batch "
-            f"each; driver-files / worker-files: 50 rows per file; driver-pane: 150 rows over 60 s of event time "
-            f"per file; Redis kinds: {files} datasets of 50 entries, a stream per trial), "
-            f"kill moment uniform in [{kill_from:g}, {kill_to:g}] s after the driver started, seed "
-            f"{seed}, drivers on Spark master {MASTER}, the oracle's batch SQL on local[1] in the benchmark's "
-            f"process, a {budget_minutes:g} min budget on starting trials.",
+            "sizing": sizing(ks, trials, files, kill_from, kill_to, seed, budget_minutes),
         },
-        "trials": [],
-        "skipped": [],
     }
-    t_start = time.time()
+
+    def on_trial(row: dict, minutes: float) -> None:
+        sample_load(data["meta"])
+        typer.echo(trial_line(row, trials, minutes))
+        write_report(data, target)
+
     try:
-        for k in range(trials):
-            for kind in ks:
-                if (time.time() - t_start) / 60 > budget_minutes:
-                    data["skipped"].append(f"{kind} trial {k + 1}")
-                    continue
-                row = trial(spark, kind, k, work, files, kill_from, kill_to, seed * 1000 + 10 * k + KINDS.index(kind),
-                            server)  # fmt: skip
-                data["trials"].append(row)
-                sample_load(data["meta"])
-                typer.echo(
-                    f"[{(time.time() - t_start) / 60:5.1f} min] {kind} {k + 1}/{trials}: kill at "
-                    f"{row['kill_at_s']:.1f} s ({row['killed']}), restart rc {row['restart_rc']}, {row['unit']} "
-                    f"lost {row['lost']} duplicated {row['duplicated']} wrong {row['wrong']}"
-                )
-                write_report(data, target)
+        run_chaos(spark, data, ks, trials, files, kill_from, kill_to, seed, budget_minutes, on_trial)
     finally:
         spark.stop()
-        if server is not None:
-            server.stop()
-        shutil.rmtree(work, ignore_errors=True)
     finish_meta(data["meta"])
     md = write_report(data, target)
     typer.echo(f"bench chaos: report in {md}")

@@ -50,6 +50,40 @@ def targets(data: dict) -> list[dict[str, Any]]:
     return out
 
 
+def kinds_text() -> str:
+    """What each kind kills, from the benchmark's own docstring."""
+    from adaptstream_bench import chaos
+
+    return (chaos.__doc__ or "").split("after the driver started (so start-up, reading, writing and committing are all "
+                                       "hit):", 1)[-1].split("Then the same driver", 1)[0].strip()  # fmt: skip
+
+
+def trial_lines(data: dict) -> list[str]:
+    """The trials table, failed restarts, first runs that failed on their own and trials the budget skipped."""
+    lines = [
+        "| kind | trial | kill at s | killed | first exit | commits before restart | restart exit | restart s | "
+        "expected | got | lost | duplicated | wrong |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for t in data["trials"]:
+        lines.append(
+            f"| {t['kind']} | {t['trial'] + 1} | {t['kill_at_s']:.1f} | {t['killed']} | {t['first_rc']} | "
+            f"{t['commits_before_restart']} | {t['restart_rc']} | {t['restart_s']:.0f} | {t['expected']} "
+            f"{t['unit']} | {t['got']} | {t['lost']} | {t['duplicated']} | {t['wrong']} |"
+        )
+    errors = [t for t in data["trials"] if t["restart_rc"] != 0]
+    if errors:
+        lines += ["", "Failed restarts (last lines of stderr):", ""]
+        lines += [f"- {t['kind']} trial {t['trial'] + 1}: `{t['restart_error'][-300:]}`" for t in errors]
+    own = [t for t in data["trials"] if t.get("first_error")]
+    if own:
+        lines += ["", "First runs that failed on their own after the kill (the restart then drained):", ""]
+        lines += [f"- {t['kind']} trial {t['trial'] + 1} (exit {t['first_rc']}): `{t['first_error']}`" for t in own]
+    if data.get("skipped"):
+        lines += ["", f"Not run (budget): {', '.join(data['skipped'])}."]
+    return lines
+
+
 def markdown(data: dict) -> str:
     m = data["meta"]
     lines = [
@@ -68,34 +102,14 @@ def markdown(data: dict) -> str:
         "",
         "## Trials",
         "",
-        "| kind | trial | kill at s | killed | first exit | commits before restart | restart exit | restart s | "
-        "expected | got | lost | duplicated | wrong |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        *trial_lines(data),
     ]
-    for t in data["trials"]:
-        lines.append(
-            f"| {t['kind']} | {t['trial'] + 1} | {t['kill_at_s']:.1f} | {t['killed']} | {t['first_rc']} | "
-            f"{t['commits_before_restart']} | {t['restart_rc']} | {t['restart_s']:.0f} | {t['expected']} "
-            f"{t['unit']} | {t['got']} | {t['lost']} | {t['duplicated']} | {t['wrong']} |"
-        )
-    errors = [t for t in data["trials"] if t["restart_rc"] != 0]
-    if errors:
-        lines += ["", "## Failed restarts (last lines of stderr)", ""]
-        lines += [f"- {t['kind']} trial {t['trial'] + 1}: `{t['restart_error'][-300:]}`" for t in errors]
-    own = [t for t in data["trials"] if t.get("first_error")]
-    if own:
-        lines += ["", "## First runs that failed on their own after the kill (the restart then drained)", ""]
-        lines += [f"- {t['kind']} trial {t['trial'] + 1} (exit {t['first_rc']}): `{t['first_error']}`" for t in own]
-    if data.get("skipped"):
-        lines += ["", f"Not run (budget): {', '.join(data['skipped'])}."]
+    absent = [f"the kind {k}" for k in m.get("kinds_available", []) if k not in _kinds(data)]
     lines += [
         "",
         "Not in this run: "
-        + ", ".join(
-            [f"the kind {k}" for k in m.get("kinds_available", []) if k not in _kinds(data)]
-            + ["kills of the scheduling controller", "the 10x backlog on every connector (issue #57 item 6)"]
-        )
-        + "; the long steady run is `adaptstream bench soak`.",
+        + ", ".join([*absent, "the 10x backlog on every connector and the long steady run (issue #57 item 6)"])
+        + "; `adaptstream bench reliability` runs all three in one invocation.",
         "",
         f"![kill moments]({NAME}.png)",
         "",
@@ -103,13 +117,8 @@ def markdown(data: dict) -> str:
     return "\n".join(lines)
 
 
-def _plot(data: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 3.5))
+def draw(ax, data: dict) -> None:
+    """Kill moment against batches committed before the restart, per kind; breaches in red."""
     for i, kind in enumerate(dict.fromkeys(t["kind"] for t in data["trials"])):
         ts = [t for t in data["trials"] if t["kind"] == kind]
         ok = [t for t in ts if not _bad(t)]
@@ -122,6 +131,16 @@ def _plot(data: dict, path: Path) -> None:
     ax.set_xlabel("kill moment (s after the driver started)")
     ax.set_ylabel("batches committed before the restart")
     ax.legend(fontsize=8)
+
+
+def _plot(data: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    draw(ax, data)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

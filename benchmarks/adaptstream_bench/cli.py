@@ -17,6 +17,7 @@ from adaptstream_bench.prompt_processing import prompt_processing_command
 from adaptstream_bench.redis import redis_command
 from adaptstream_bench.reduce_allocation import reduce_allocation_command
 from adaptstream_bench.reduce_cluster import reduce_cluster_command
+from adaptstream_bench.reliability import reliability_command
 from adaptstream_bench.soak import soak_command
 from adaptstream_bench.source import source_command
 
@@ -35,6 +36,7 @@ app.command("cluster-calibration")(cluster_calibration_command)
 app.command("reduce-cluster")(reduce_cluster_command)
 app.command("chaos")(chaos_command)
 app.command("soak")(soak_command)
+app.command("reliability")(reliability_command)
 
 
 def register(root: typer.Typer, groups: dict[str, typer.Typer]) -> None:

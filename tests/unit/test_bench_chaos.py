@@ -1,20 +1,24 @@
 """bench chaos: the verdict rule per kind, the report rendered from its JSON alone, input written whole, and the
-Python workers of a process group found by their command line."""
+Python workers of a session found by their command line."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from adaptstream.errors import ConfigError
 from adaptstream_bench.chaos import chaos_command, error_lines, python_workers, write_input
 from adaptstream_bench.chaos_report import targets, write_report
+from adaptstream_bench.procs import kill_session
 
 
 def _trial(kind="driver-files", lost=0, dup=0, wrong=0, rc=0, killed="driver process group", k=0):
@@ -72,17 +76,51 @@ def test_input_files_are_whole_and_the_pane_rows_carry_event_times(tmp_path):
     assert k.startswith("k") and ts.startswith("2024-01-01 00:01:") and 0 <= int(v) < 1000
 
 
-def test_python_workers_are_found_by_process_group():
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "-m", "pyspark.daemon",
-                             "pyspark.worker"], start_new_session=True)  # fmt: skip
+CHILD = """
+import os, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import os, time; os.setpgid(0, 0); time.sleep(60)", "-m",
+                          "pyspark." + "daemon", "pyspark.worker"])  # the parent's own command line names no daemon
+print(child.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def _dead(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
+def test_python_workers_are_found_in_the_session_even_in_a_group_of_their_own():
+    """pyspark.daemon leads a process group of its own: only the session holds the driver's Python workers."""
+    proc = subprocess.Popen([sys.executable, "-c", CHILD], start_new_session=True, stdout=subprocess.PIPE, text=True)
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
     try:
-        assert python_workers(proc.pid) == [(proc.pid, "worker")]
-        assert python_workers(other.pid) == []  # same group, no pyspark on its command line
+        child = int(proc.stdout.readline())
+        while os.getpgid(child) != child:  # the child has not left the group yet
+            pass
+        assert python_workers(proc.pid) == [(child, "worker")]
+        assert python_workers(other.pid) == []  # its own session, no pyspark on its command line
+        assert kill_session(proc.pid) >= 2
+        proc.wait(timeout=10)
+        assert proc.returncode == -signal.SIGKILL
+        deadline = time.monotonic() + 10
+        while not _dead(child) and time.monotonic() < deadline:
+            pass  # killed; init reaps it when it gets to it
+        assert _dead(child)
     finally:
         for p in (proc, other):
-            os.killpg(p.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
             p.wait()
+
+
+def test_the_controller_kind_writes_two_queries_of_their_own_keys(tmp_path):
+    write_input("controller", tmp_path / "c", 4, random.Random(0))
+    assert sorted(os.listdir(tmp_path / "c" / "a")) == ["000.csv", "002.csv"]
+    assert sorted(os.listdir(tmp_path / "c" / "b")) == ["001.csv", "003.csv"]
+    assert (tmp_path / "c" / "b" / "003.csv").read_text().splitlines()[0] == "b3,0"
 
 
 def test_bad_options_are_config_errors():

@@ -22,8 +22,8 @@ def fresh_dir(path: str) -> str:
 
 def print_table(results) -> None:
     """One column per run and one row per figure: fits a narrow terminal however many figures we report."""
+    from adaptstream.app.report import COLUMNS, LEGEND, comparison_rows
     from adaptstream.connectors.redis import redact
-    from adaptstream.report import COLUMNS, LEGEND, comparison_rows
 
     table = Table(title="adaptstream results")
     table.add_column("figure")

@@ -162,7 +162,9 @@ class Tuner:
 
     def _source_defaults(self) -> dict[str, str]:
         c = self.config
-        out = {"controller": self.controller.address, "controllerSecret": self.controller.secret}
+        from adaptstream.app.feedback import controller_options
+
+        out = controller_options(self.controller)
         if c.admission is not None:
             out["admission"] = c.admission
         if c.admission_params:
@@ -257,7 +259,7 @@ class Tuner:
         self._save()
 
     def _on_end(self, name: str, error: str | None) -> None:
-        from adaptstream.runner import query_error
+        from adaptstream.errors import query_error
 
         with self._lock:
             rec = self.queries.setdefault(name, QueryRecord(name))

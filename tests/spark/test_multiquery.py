@@ -12,12 +12,12 @@ import threading
 
 import pytest
 
+from adaptstream.app.multiquery import MultiSpec, run_multi
+from adaptstream.app.multiquery import run_workload_retrying as run_workload
+from adaptstream.app.runner import RunSpec
 from adaptstream.control import Controller
 from adaptstream.control.controller import free_port
 from adaptstream.metrics.output_latency import output_latency, window_latencies
-from adaptstream.multiquery import MultiSpec, run_multi
-from adaptstream.multiquery import run_workload_retrying as run_workload
-from adaptstream.runner import RunSpec
 from adaptstream.scheduling import build_scheduler
 from adaptstream.workloads import WORKLOADS, build_generator, write_run
 from adaptstream.workloads.oracle import compare_multisets, read_static

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from adaptstream.runner import RunSpec, run_workload
+from adaptstream.app.runner import RunSpec, run_workload
 from adaptstream.workloads import WORKLOADS, LinearRoadGeneratorConfig, write_run
 from adaptstream.workloads.oracle import compare_multisets, read_static
 

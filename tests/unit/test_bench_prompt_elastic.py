@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from adaptstream.app.runner import RunSpec, elastic_policy
 from adaptstream.errors import ConfigError
-from adaptstream.runner import RunSpec, elastic_policy
 from adaptstream_bench.prompt_elastic import da_conf, plans, smallest_on_time
 from adaptstream_bench.prompt_elastic_report import (
     executor_seconds,

@@ -54,7 +54,7 @@ def test_roles_by_command_line():
     assert role_of(11, 7, b"sleep 5") is None
 
 
-def test_sample_reads_the_process_group_from_proc():
+def test_sample_reads_the_session_from_proc():
     code = "import sys, time; b = bytearray(20 << 20); print('up', flush=True); time.sleep(60)"
     proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, stdout=subprocess.PIPE)
     try:

@@ -277,7 +277,7 @@ def test_unexpected_error_is_one_line_with_a_hint(capsys, monkeypatch):
     def boom(**kwargs):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr("adaptstream.runner.check_spec", lambda *a, **k: boom())
+    monkeypatch.setattr("adaptstream.app.runner.check_spec", lambda *a, **k: boom())
     code, out = invoke(capsys, "run")
     assert code == 1
     assert "error: RuntimeError: disk on fire" in out and "--debug" in out and "Traceback" not in out
@@ -313,7 +313,7 @@ def test_works_without_click_installed(tmp_path):
 
 def test_query_error_extracts_our_line():
     """A failure inside the source reaches the driver as a Java exception embedding a Python traceback."""
-    from adaptstream.runner import query_error
+    from adaptstream.errors import query_error
 
     text = (
         "[PYTHON_STREAMING_DATA_SOURCE_RUNTIME_ERROR] Failed when Python streaming data source perform "
@@ -343,8 +343,8 @@ def _write_metrics(d, datasets, batches) -> str:
 
 def test_progress_counts_agree_with_the_summary(tmp_path):
     """Warm-up batches and the end-of-input marker batch are left out of both the live count and the table."""
+    from adaptstream.app.runner import progress_snapshot
     from adaptstream.metrics.summary import summarize
-    from adaptstream.runner import progress_snapshot
 
     datasets, batches = [], []
     for i in range(10):  # one dataset per second, one batch per two datasets
@@ -391,7 +391,7 @@ def test_progress_ignores_a_line_the_source_is_still_writing(tmp_path):
     the next read (a torn read once failed a benchmark run with a JSONDecodeError)."""
     import json
 
-    from adaptstream.runner import progress_snapshot
+    from adaptstream.app.runner import progress_snapshot
 
     m = tmp_path / "metrics"
     (m / "source").mkdir(parents=True)
@@ -404,7 +404,7 @@ def test_progress_ignores_a_line_the_source_is_still_writing(tmp_path):
 
 
 def test_progress_during_warm_up(tmp_path):
-    from adaptstream.runner import progress_snapshot
+    from adaptstream.app.runner import progress_snapshot
 
     m = _write_metrics(tmp_path, [], [])
     assert progress_snapshot(m, 5.0)["warming_up"]

@@ -9,12 +9,12 @@ import pytest
 
 from adaptstream.admission import ADMISSION, BatchOutcome, PendingDataset
 from adaptstream.allocation import ALLOCATORS
+from adaptstream.app.runner import RunSpec, source_options
 from adaptstream.config import describe, option, option_fields, parse_kv
 from adaptstream.devices import DEVICE_MAPPERS
 from adaptstream.elasticity import ELASTICITY
 from adaptstream.errors import ConfigError
 from adaptstream.partitioning import PARTITIONERS, make_config
-from adaptstream.runner import RunSpec, source_options
 from adaptstream.scheduling import SCHEDULERS
 from adaptstream.spark.options import SourceOptions, known_options
 from adaptstream.workloads import WORKLOADS

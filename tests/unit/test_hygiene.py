@@ -46,6 +46,39 @@ def test_the_core_imports_nothing_of_the_benchmark_harness() -> None:
     assert not (core / "bench").exists()
 
 
+def _import_graph(root: Path) -> dict[str, set[str]]:
+    """Module -> the core modules it imports at import time (module-level statements; imports inside functions
+    and ``if TYPE_CHECKING`` blocks run later or never, so they cannot make a load-order cycle)."""
+    import ast
+
+    mods = {}
+    for p in root.rglob("*.py"):
+        name = ".".join(p.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__")
+        mods[name] = p
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for m, p in mods.items():
+        for node in ast.parse(p.read_text()).body:
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in mods else node.module
+                         for a in node.names]  # fmt: skip
+            graph[m] |= {n for n in names if n in mods and n != m}
+    return graph
+
+
+def test_the_core_has_no_import_cycles() -> None:
+    """A package may import its own submodules (registries do), but no two modules may need each other to load."""
+    import graphlib
+
+    graph = _import_graph(ROOT / "src" / "adaptstream")
+    try:
+        list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as e:
+        pytest.fail(f"import cycle: {' -> '.join(e.args[1])}")
+
+
 def test_bench_without_the_harness_says_how_to_install_it() -> None:
     code = (
         "import importlib.metadata as m; m.entry_points = lambda **k: []\n"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 
+from adaptstream.app.multiquery import MultiSpec, _gates, _open_gates, workload_names
+from adaptstream.app.runner import RunSpec
 from adaptstream.connectors.generator import read_start_gate
-from adaptstream.multiquery import MultiSpec, _gates, _open_gates, workload_names
-from adaptstream.runner import RunSpec
 
 
 def _ms(*inputs: str | None, together: bool = True) -> MultiSpec:

@@ -7,9 +7,9 @@ import os
 
 import pytest
 
+from adaptstream.app.report import ratios, write_comparison
+from adaptstream.app.runner import RunResult, RunSpec
 from adaptstream.metrics.summary import summarize
-from adaptstream.report import ratios, write_comparison
-from adaptstream.runner import RunResult, RunSpec
 
 
 def _metrics(path, batches: list[tuple[float, float, list[float]]]) -> str:

@@ -282,68 +282,65 @@ class Controller:
         self.handle({"op": "output", "query": query, "rows": int(rows)})
 
     def _dispatch(self, op: Any, msg: dict[str, Any]) -> dict[str, Any]:
-        p = self.policy
         now = self.clock()
         if op == "hello":
             return {"ok": True}
         if op == "register":
-            q = str(msg["query"])
-            if (full := self._full(q)) is not None:
-                return full
-            streams = {k: (float(v[0]), float(v[1])) for k, v in (msg.get("streams") or {}).items()}
-            p.register(q, streams, now)
-            self.last_seen[q] = now
-            self._note_registration(str(msg["query"]), sorted(streams))
-            self.changed.notify_all()  # a restarted query's slot is free
-            if self.on_register is not None:
-                self.on_register(q, streams)
-            return {"ok": True, "policy": p.name}
+            return self._register(msg, now)
         if op == "poll":
-            q = str(msg["query"])
-            new = q not in self.last_seen  # expired, or never registered here: its source registers again
-            if (full := self._full(q)) is not None:
-                return full
-            self.last_seen[q] = now
-            if msg.get("unscheduled"):  # batches it cut without an answer from here (a timeout, a restart)
-                self._unscheduled(q, int(msg["unscheduled"]))
-            for ev in msg.get("progress") or ():
-                p.progress(
-                    q,
-                    str(ev["stream"]),
-                    int(ev["seq"]),
-                    float(ev["arrival"]),
-                    float(ev["event"]),
-                    float(ev["origin"]),
-                    int(ev.get("n", 1)),
-                    ev.get("sum"),
-                    ev.get("sumsq"),
-                )
-            done = msg.get("done")
-            if done:
-                p.complete(q, now, int(done["end"]), int(done["rows"]), float(done["seconds"]))
-                self.changed.notify_all()  # a slot is free: waiting polls re-ask now
-            if "want" not in msg:
-                return {"ok": True, **({"reregister": True} if new else {})}
-            grant = p.poll(q, now, bool(msg["want"]), int(msg.get("rows", 0)), msg.get("oldest"))
-            if msg["want"]:
-                self.grants += int(grant)
-                self.refusals += int(not grant)
-                self._count(q, grant)
-            # a refused source asks again after one scheduling cycle, not at every poll (Spark polls every 20 ms);
-            # with ``longpoll`` the cycle is spent waiting here instead (handle), so it may ask again at once
-            retry = 0.0 if grant or p.config.longpoll else p.config.cycle
-            return {"ok": True, "grant": grant, "retry_in": retry, **({"reregister": True} if new else {})}
+            return self._poll(msg, now)
         if op == "output":
-            p.output(str(msg["query"]), now, int(msg["rows"]))
+            self.policy.output(str(msg["query"]), now, int(msg["rows"]))
             return {"ok": True}
         if op == "bye":
-            p.unregister(str(msg["query"]))
+            self.policy.unregister(str(msg["query"]))
             self.last_seen.pop(str(msg["query"]), None)
             self.changed.notify_all()
             return {"ok": True}
         if op == "stats":
             return {"ok": True, **self.stats()}
         return {"ok": False, "error": f"unknown op {op!r}"}
+
+    def _register(self, msg: dict[str, Any], now: float) -> dict[str, Any]:
+        q = str(msg["query"])
+        if (full := self._full(q)) is not None:
+            return full
+        streams = {k: (float(v[0]), float(v[1])) for k, v in (msg.get("streams") or {}).items()}
+        self.policy.register(q, streams, now)
+        self.last_seen[q] = now
+        self._note_registration(q, sorted(streams))
+        self.changed.notify_all()  # a restarted query's slot is free
+        if self.on_register is not None:
+            self.on_register(q, streams)
+        return {"ok": True, "policy": self.policy.name}
+
+    def _poll(self, msg: dict[str, Any], now: float) -> dict[str, Any]:
+        p, q = self.policy, str(msg["query"])
+        new = q not in self.last_seen  # expired, or never registered here: its source registers again
+        if (full := self._full(q)) is not None:
+            return full
+        self.last_seen[q] = now
+        if msg.get("unscheduled"):  # batches it cut without an answer from here (a timeout, a restart)
+            self._unscheduled(q, int(msg["unscheduled"]))
+        for ev in msg.get("progress") or ():
+            p.progress(q, str(ev["stream"]), int(ev["seq"]), float(ev["arrival"]), float(ev["event"]),
+                       float(ev["origin"]), int(ev.get("n", 1)), ev.get("sum"), ev.get("sumsq"))  # fmt: skip
+        done = msg.get("done")
+        if done:
+            p.complete(q, now, int(done["end"]), int(done["rows"]), float(done["seconds"]))
+            self.changed.notify_all()  # a slot is free: waiting polls re-ask now
+        again = {"reregister": True} if new else {}
+        if "want" not in msg:
+            return {"ok": True, **again}
+        grant = p.poll(q, now, bool(msg["want"]), int(msg.get("rows", 0)), msg.get("oldest"))
+        if msg["want"]:
+            self.grants += int(grant)
+            self.refusals += int(not grant)
+            self._count(q, grant)
+        # a refused source asks again after one scheduling cycle, not at every poll (Spark polls every 20 ms);
+        # with ``longpoll`` the cycle is spent waiting here instead (handle), so it may ask again at once
+        retry = 0.0 if grant or p.config.longpoll else p.config.cycle
+        return {"ok": True, "grant": grant, "retry_in": retry, **again}
 
     def _full(self, query: str) -> dict[str, Any] | None:
         """The refusal for a query new to the controller when MAX_LIVE queries are registered, else None."""

@@ -432,12 +432,7 @@ def train_model(
     enc_tr = encode_graphs([train.graphs[i] for i in tr_idx], stats)
     enc_va = encode_graphs([val.graphs[i] for i in va_idx], stats)
     y_va = val.column(metric)[va_idx]
-    if metric in REGRESSION:
-        loss_fn: nn.Module = nn.MSELoss()
-    else:
-        pos = float(y_tr.mean())
-        pos_weight = torch.tensor([(1 - pos) / pos if 0 < pos < 1 else 1.0], device=device)
-        loss_fn = nn.BCEWithLogitsLoss(pos_weight=pos_weight)
+    loss_fn = _loss_fn(metric, y_tr, device)
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=max(1, config.patience // 2))
     rng = np.random.default_rng(config.seed)
@@ -453,26 +448,11 @@ def train_model(
     history: list[dict[str, float]] = []
     t0 = time.perf_counter()
     for epoch in range(1, config.epochs + 1):
-        model.train()
-        total, count = 0.0, 0
-        for k in rng.permutation(len(train_batches)):
-            b, y, off = train_batches[k]
-            opt.zero_grad()
-            loss = loss_fn(model(b) + off, y)
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-            opt.step()
-            total += loss.item() * len(y)
-            count += len(y)
+        train_loss = _epoch(model, train_batches, rng, opt, loss_fn)
         pred = wrapper.decode(_predict_batches(model, val_batches), prior_va)
         score = stopping_score(metric, y_va, pred)
         sched.step(score)
-        rec = {
-            "epoch": epoch,
-            "train_loss": total / max(count, 1),
-            "val_score": score,
-            "seconds": time.perf_counter() - t0,
-        }
+        rec = {"epoch": epoch, "train_loss": train_loss, "val_score": score, "seconds": time.perf_counter() - t0}
         history.append(rec)
         if on_epoch:
             on_epoch({**rec, "metric": metric, "seed": config.seed})
@@ -485,6 +465,31 @@ def train_model(
     model.load_state_dict(best[1])
     wrapper.history = history
     return wrapper
+
+
+def _loss_fn(metric: str, y_tr: np.ndarray, device: torch.device) -> nn.Module:
+    """MSE for a regression target; for a class, BCE weighted by the class balance of the training labels."""
+    if metric in REGRESSION:
+        return nn.MSELoss()
+    pos = float(y_tr.mean())
+    pos_weight = torch.tensor([(1 - pos) / pos if 0 < pos < 1 else 1.0], device=device)
+    return nn.BCEWithLogitsLoss(pos_weight=pos_weight)
+
+
+def _epoch(model: nn.Module, batches: list, rng: np.random.Generator, opt: Any, loss_fn: nn.Module) -> float:
+    """One pass over the training batches in a random order; the mean loss per example."""
+    model.train()
+    total, count = 0.0, 0
+    for k in rng.permutation(len(batches)):
+        b, y, off = batches[k]
+        opt.zero_grad()
+        loss = loss_fn(model(b) + off, y)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+        opt.step()
+        total += loss.item() * len(y)
+        count += len(y)
+    return total / max(count, 1)
 
 
 def _group_ids(groups: Sequence[int] | np.ndarray, n: int) -> np.ndarray:

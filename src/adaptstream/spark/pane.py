@@ -383,6 +383,21 @@ class PaneHooks:
     buckets: Callable[[], int] | None = None
 
 
+def stage_schemas(spec: Any, in_arrow: pa.Schema) -> tuple[pa.Schema, pa.Schema]:
+    """Arrow schemas of the map side's output (bucket key, pane, group and value columns) and of the reduce side's
+    partials (per value a sum and a count; per extremum column a low and a high)."""
+    types = {f.name: f.type for f in in_arrow}
+    groups = [(g, types[g]) for g in spec.groups]
+    map_out = pa.schema([("_pk", pa.int64()), ("_pane", pa.int64()), *groups, *[(v, types[v]) for v in spec.values]])
+    sums = [
+        (f"{p}_{v}", pa.int64() if p == "n" or pa.types.is_integer(types[v]) else pa.float64())
+        for v in spec.values
+        for p in ("s", "n")
+    ]
+    extrema = [(f"{p}_{v}", types[v]) for v in spec.extrema for p in ("lo", "hi")]
+    return map_out, pa.schema([("_pane", pa.int64()), *groups, *sums, *extrema])
+
+
 class PaneExecutor:
     """The ``foreachBatch`` function of a pane-mode query (see the module docstring)."""
 
@@ -653,27 +668,7 @@ class PaneExecutor:
         from pyspark.sql.pandas.types import from_arrow_schema
 
         spark, sc, spec = proj.sparkSession, proj.sparkSession.sparkContext, self.spec
-        types = {f.name: f.type for f in in_arrow}
-        map_out = pa.schema(
-            [
-                ("_pk", pa.int64()),
-                ("_pane", pa.int64()),
-                *[(g, types[g]) for g in spec.groups],
-                *[(v, types[v]) for v in spec.values],
-            ]
-        )
-        red_out = pa.schema(
-            [
-                ("_pane", pa.int64()),
-                *[(g, types[g]) for g in spec.groups],
-                *[
-                    (f"{p}_{v}", pa.int64() if p == "n" or pa.types.is_integer(types[v]) else pa.float64())
-                    for v in spec.values
-                    for p in ("s", "n")
-                ],
-                *[(f"{p}_{v}", types[v]) for v in spec.extrema for p in ("lo", "hi")],
-            ]
-        )
+        map_out, red_out = stage_schemas(spec, in_arrow)
         split_bc = sc.broadcast(split.astype(np.int64).tobytes())
         seconds = sc.accumulator(0.0)
         acc = sc.accumulator(Tally.zero(), Tally()) if tally else None  # type: ignore[arg-type]

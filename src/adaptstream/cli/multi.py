@@ -1,4 +1,4 @@
-"""``adaptstream run`` with several ``--workload``: the CLI side of :mod:`adaptstream.multiquery`."""
+"""``adaptstream run`` with several ``--workload``: the CLI side of :mod:`adaptstream.app.multiquery`."""
 
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ def run_several(
     **spec_fields,
 ) -> None:
     """Check everything, start one SparkSession, run the workloads concurrently, summarise each."""
+    from adaptstream.app.multiquery import MultiSpec, check_multi, spark_conf
+    from adaptstream.app.runner import RunSpec, input_files
     from adaptstream.console import console
     from adaptstream.console import fresh_dir as _fresh_dir
-    from adaptstream.multiquery import MultiSpec, check_multi, spark_conf
     from adaptstream.policy import parse_params
-    from adaptstream.runner import RunSpec, input_files
     from adaptstream.spark.session import build_spark
 
     if spec_fields.get("input") and not spec_fields.get("drain"):
@@ -60,8 +60,8 @@ def _run_with_progress(spark, ms, run_dir: str, names: list[str], total: int):
     """:func:`run_multi` with one progress bar per query (datasets completed of ``total``)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from adaptstream.app.multiquery import run_multi
     from adaptstream.console import console
-    from adaptstream.multiquery import run_multi
 
     with Progress(
         TextColumn("[bold]{task.fields[label]}"),

@@ -60,7 +60,7 @@ def executor_seconds(timeline: list[list[float]], end: float) -> float:
 
 def submit(script: str, args: list[str], *, master: str, metrics: str | None, **tune_kwargs: Any) -> tuple[int, dict]:
     """Run ``script`` under a tuner on ``master``; (its exit status, the tuner's final status)."""
-    from adaptstream.multiquery import spark_conf
+    from adaptstream.app.multiquery import spark_conf
     from adaptstream.spark.session import build_spark
     from adaptstream.tuner import TunerConfig, tune
 

@@ -1,7 +1,7 @@
 """Several workloads at once in one Spark application, scheduled by one driver-side controller.
 
 ``adaptstream run --workload A --workload B --scheduler klink`` comes here. Each workload runs through
-:func:`adaptstream.runner.run_workload` on its own thread (Spark runs each streaming query's micro-batch loop on
+:func:`adaptstream.app.runner.run_workload` on its own thread (Spark runs each streaming query's micro-batch loop on
 its own thread anyway) into ``RUN_DIR/<NAME>/`` with exactly the layout of a one-workload run; a workload named
 twice becomes ``NAME``, ``NAME-2``, ... Every query keeps its own source state (``<its run dir>/metrics/source``),
 also when several read one ``--input`` directory.
@@ -34,9 +34,10 @@ from typing import Any
 
 import numpy as np
 
+from adaptstream.app.feedback import controller_options
+from adaptstream.app.runner import RunResult, RunSpec, check_spec, run_workload
 from adaptstream.connectors.generator import gate_ready_path, open_start_gate
 from adaptstream.errors import AdaptstreamError
-from adaptstream.runner import RunResult, RunSpec, check_spec, run_workload
 
 START_WAIT = 120.0  # seconds a query waits for the previous one's source to come up before starting anyway
 
@@ -254,8 +255,7 @@ class _MultiRun:
         wl = WORKLOADS.get(spec.workload)
         extra = {"windowPeriod": str(wl.effective_slide_s), "watermarkDelay": str(wl.watermark_delay_s)}
         if self.controller is not None:
-            c = self.controller
-            extra.update(controller=c.address, controllerSecret=c.secret, controllerQuery=name)
+            extra.update(controller_options(self.controller, name))
         if name in self.gates:
             extra.update(startGate=self.gates[name])
         return extra

@@ -10,14 +10,14 @@ from __future__ import annotations
 import json
 import os
 import platform
-import re
 import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from adaptstream.errors import AdaptstreamError, ConfigError
+from adaptstream.app.feedback import OnOutput, blocks_file
+from adaptstream.errors import AdaptstreamError, ConfigError, query_error
 
 if TYPE_CHECKING:
     from adaptstream.metrics.summary import RunSummary
@@ -176,10 +176,6 @@ def source_options(spec: RunSpec, workload, run_dir: str) -> dict[str, str]:
     return opts
 
 
-def blocks_file(run_dir: str) -> str:
-    return os.path.join(run_dir, "pane-state", "map_tasks.json")
-
-
 def check_spec(spec: RunSpec, run_dir: str) -> None:
     """Every check that needs no Spark, so a wrong name, range or path fails in well under a second.
 
@@ -289,7 +285,7 @@ def run_workload(
     fresh: bool = True,
     extra_options: dict[str, str] | None = None,
     query_name: str | None = None,
-    on_output: Callable[[int, int], None] | None = None,
+    on_output: OnOutput | None = None,
 ) -> RunResult:
     """Start the query, wait until the input is done and every dataset's batch completed, stop, summarise.
 
@@ -383,7 +379,7 @@ def _pane_sink(spark, spec: RunSpec, workload: Any, run_dir: str) -> Callable[..
     )
 
 
-def _batch_writer(workload: Any, run_dir: str, on_output: Callable[[int, int], None] | None) -> Callable[..., None]:
+def _batch_writer(workload: Any, run_dir: str, on_output: OnOutput | None) -> Callable[..., None]:
     """``foreachBatch`` of a built-in query: each batch's results to ``results/batch_id=N`` (overwritten when
     Spark replays it) and its row count to ``metrics/outputs.jsonl`` and ``on_output``."""
     results = os.path.join(run_dir, "results")
@@ -410,45 +406,6 @@ def parquet_rows(folder: str) -> int:
         return 0
     names = [n for n in os.listdir(folder) if n.endswith(".parquet")]
     return sum(pq.ParquetFile(os.path.join(folder, n)).metadata.num_rows for n in names)
-
-
-def _error_classes() -> dict[str, type[AdaptstreamError]]:
-    found: dict[str, type[AdaptstreamError]] = {}
-    todo: list[type[AdaptstreamError]] = [AdaptstreamError]
-    while todo:
-        cls = todo.pop()
-        found[cls.__name__] = cls
-        todo.extend(cls.__subclasses__())
-    return found
-
-
-_PY_EXC_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Problem)): (.+)$", re.MULTILINE)
-
-
-def query_error(text: str) -> AdaptstreamError:
-    """The one line that says why a streaming query failed, as an adaptstream error of the original class.
-
-    A failure inside our source reaches the driver as a Java exception whose text embeds the Python traceback
-    (56-141 lines); its last exception line names one of our classes (``adaptstream.errors.ConfigError: ...``).
-    Failures that are not ours keep the last Python exception line, else the first line of the text.
-    """
-    classes = _error_classes()
-    ours = None
-    for m in _PY_EXC_LINE.finditer(text):
-        name, msg = m.group(1).rsplit(".", 1)[-1], m.group(2).strip()
-        if name in classes:
-            ours = (classes[name], msg)
-    if ours is not None:
-        return ours[0](ours[1])
-    other = None
-    if "Traceback (most recent call last):" in text:  # the first unindented line after the last Python traceback
-        tail = text.rsplit("Traceback (most recent call last):", 1)[1].splitlines()
-        other = next((ln.strip() for ln in tail if ln.strip() and not ln[0].isspace()), None)
-        if other:
-            name, sep, msg = other.partition(": ")
-            other = f"{name.rsplit('.', 1)[-1]}{sep}{msg}"
-    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "no message")
-    return AdaptstreamError(f"the streaming query failed: {other or first}")
 
 
 def _raise_if_failed(query) -> None:

@@ -96,7 +96,7 @@ def _drain(name: str, q: Any, timeout: float = DRAIN_TIMEOUT) -> None:
     data lets Spark's own ``processAllAvailable`` return first)."""
     from pyspark.errors import StreamingQueryException
 
-    from adaptstream.runner import query_error
+    from adaptstream.errors import query_error
     from adaptstream.spark.drain import process_all_available
 
     try:

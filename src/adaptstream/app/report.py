@@ -6,8 +6,8 @@ import math
 import os
 from collections.abc import Sequence
 
+from adaptstream.app.runner import RunResult
 from adaptstream.metrics.plots import plot_timelines
-from adaptstream.runner import RunResult
 
 COLUMNS = [  # header (short enough for an 80-column terminal), summary field, format
     ("avg lat s", "avg_latency", "{:.2f}"),

@@ -11,6 +11,9 @@ after the driver started (so start-up, reading, writing and committing are all h
 * ``worker-files``: one of the application's Python processes, drawn at random: executor workers (``worker``),
   the Python data source's planning workers (``plan_data_source_read`` and the like) and the streaming source's
   runner; same query; Spark retries a task, or the query fails and is restarted;
+* ``executor-worker``: one of the executors' Python workers (``pyspark.worker``: the processes that read the
+  source's input partitions and run its Python code inside Spark tasks), the first present at or after the kill
+  moment; same query;
 * ``driver-pane``: the driver of ``adaptstream.windowed_aggregate`` (split reduce, a function sink that overwrites
   its batch's folder), event-time windows;
 * ``driver-redis``: the driver's session, reading a Redis stream (one dataset per 0.1 s of entries) into
@@ -48,7 +51,8 @@ from adaptstream_bench.chaos_drivers import SCRIPTS
 from adaptstream_bench.meta import finish_meta, sample_load, start_meta
 from adaptstream_bench.procs import kill_session, session_processes
 
-KINDS = ("driver-files", "worker-files", "driver-pane", "driver-redis", "redis-server", "controller")
+KINDS = ("driver-files", "worker-files", "executor-worker", "driver-pane", "driver-redis", "redis-server", "controller")
+WORKER_KINDS = ("worker-files", "executor-worker")
 REDIS_KINDS = ("driver-redis", "redis-server")
 ROOT = Path(__file__).resolve().parents[2]
 MASTER = "local[2,4]"
@@ -150,13 +154,13 @@ def _kill(kind: str, proc: subprocess.Popen, at: float, t0: float, rnd: random.R
         server.kill()
         server.start()  # at once, on its port and files: the source waits for it
         return "redis server (restarted at once)"
-    if kind != "worker-files":
+    if kind not in WORKER_KINDS:
         n = kill_session(proc.pid)
         proc.wait()
         return f"driver session ({n} processes)"
     deadline = time.time() + 15
     while time.time() < deadline and proc.poll() is None:
-        workers = python_workers(proc.pid)
+        workers = [w for w in python_workers(proc.pid) if kind == "worker-files" or w[1] == "worker"]
         if workers:
             victim, role = rnd.choice(workers)
             try:
@@ -165,7 +169,8 @@ def _kill(kind: str, proc: subprocess.Popen, at: float, t0: float, rnd: random.R
                 continue
             return f"python {role} (1 of {len(workers)})"
         time.sleep(0.05)
-    return "not killed: no Python worker ran" if proc.poll() is None else "not killed: the driver finished first"
+    none = "no executor Python worker ran" if kind == "executor-worker" else "no Python worker ran"
+    return f"not killed: {none}" if proc.poll() is None else "not killed: the driver finished first"
 
 
 def error_lines(text: str, keep: int = 3) -> str:

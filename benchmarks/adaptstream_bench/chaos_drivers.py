@@ -70,6 +70,7 @@ spark.stop()
 SCRIPTS = {
     "driver-files": FILES_DRIVER,
     "worker-files": FILES_DRIVER,
+    "executor-worker": FILES_DRIVER,
     "driver-pane": PANE_DRIVER,
     "driver-redis": REDIS_DRIVER,
     "redis-server": REDIS_DRIVER,

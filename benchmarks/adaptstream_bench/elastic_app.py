@@ -123,7 +123,7 @@ def run_app(spark: Any, spec: Any, run_dir: Path, a: dict, policy: str | None, p
     """One run of the user's application: ``tune`` with ``policy`` (None: Spark alone), the query until its input
     is done, then its batches (Spark's progress) and the tuner's plans. Raises what the run raised."""
     import adaptstream
-    from adaptstream.runner import run_workload
+    from adaptstream.app.runner import run_workload
 
     log = ProgressLog(spark)
     tuner = None

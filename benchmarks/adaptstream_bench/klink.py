@@ -5,7 +5,7 @@ FIFO within it, i.e. Spark's default; ``fair`` gives each query its own pool). F
 every policy: N queries, query i running the (i mod k)-th of ``--workloads`` (default YSB with uniform and YSBZ
 with Zipf network delays; DEBS 2015 taxi windows and the Table III queries can be mixed in), at ``--rate`` rows/s
 each for ``--duration`` s, each starting at a random time in ``[0, --start-spread]`` s, drained to the end,
-through :func:`adaptstream.multiquery.run_multi`, the path ``adaptstream run --workload ... --scheduler`` takes.
+through :func:`adaptstream.app.multiquery.run_multi`, the path ``adaptstream run --workload ... --scheduler`` takes.
 Policies run in a rotated order per N so none always runs first. Figures: output latency per window (Klink Sec.
 6.1.2, metrics/output_latency.py), mean and p99 per policy and N (Fig. 6a), per workload, and its CDF at the
 largest N (Fig. 6b); the controller's CPU per scheduling decision and the throughput at the smallest N (Fig. 9d's
@@ -58,6 +58,8 @@ def one_run(
     """N queries, query i running ``workloads[i % len(workloads)]``, under one policy; latencies pooled.
 
     ``together``: every query starts first and their input together (start gates); else one query after another."""
+    from adaptstream.app.multiquery import MultiSpec, run_multi
+    from adaptstream.app.runner import RunSpec
     from adaptstream.metrics.output_latency import (
         latency_breakdown,
         summarize,
@@ -65,8 +67,6 @@ def one_run(
         window_latencies,
         written_windows,
     )
-    from adaptstream.multiquery import MultiSpec, run_multi
-    from adaptstream.runner import RunSpec
 
     specs = tuple(
         RunSpec(

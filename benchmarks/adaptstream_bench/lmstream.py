@@ -29,7 +29,7 @@ import numpy as np
 import typer
 from rich.console import Console
 
-from adaptstream.runner import RunResult, RunSpec
+from adaptstream.app.runner import RunResult, RunSpec
 from adaptstream_bench.meta import describe_run, finish_meta, start_meta, targets_table
 
 POLICIES = ("lmstream", "fixed", "asap")
@@ -159,8 +159,8 @@ def _load() -> float:
 def _write_report(
     out: str, title: str, matrix: list[RunResult], rate_rows: list[dict], notes: list[str], meta: dict | None = None
 ) -> str:
+    from adaptstream.app.report import markdown_table, ratio_lines, timeline_lines
     from adaptstream.metrics.plots import plot_bars
-    from adaptstream.report import markdown_table, ratio_lines, timeline_lines
 
     os.makedirs(out, exist_ok=True)
     if meta is not None:
@@ -313,7 +313,7 @@ def lmstream_command(
     if report_only:
         _rebuild_report(out, runs_dir, title)
         return
-    from adaptstream.runner import run_workload
+    from adaptstream.app.runner import run_workload
     from adaptstream.spark.session import build_spark
 
     meta = start_meta("bench", "lmstream", master=master)

@@ -54,7 +54,7 @@ def parse_rates(text: str) -> list[tuple[str, int]]:
 
 
 def _one(spark, spec, run_dir: Path, slide: float, repeat: int) -> dict:
-    from adaptstream.runner import run_workload
+    from adaptstream.app.runner import run_workload
     from adaptstream.spark.taskmetrics import stage_totals
 
     before = stage_totals(spark.sparkContext)
@@ -94,9 +94,9 @@ def lmstream_capacity_command(
     master: str = "local[2]",
 ) -> None:
     """LMStream vs asap around a query's breaking point: share within the bound and executor time per row."""
+    from adaptstream.app.runner import RunSpec, run_workload
     from adaptstream.errors import ConfigError
     from adaptstream.outdirs import report_dir
-    from adaptstream.runner import RunSpec, run_workload
     from adaptstream.spark.session import build_spark
     from adaptstream.workloads import WORKLOADS
 

@@ -20,7 +20,7 @@ import numpy as np
 import typer
 from rich.console import Console
 
-from adaptstream.runner import RunResult, RunSpec
+from adaptstream.app.runner import RunResult, RunSpec
 from adaptstream_bench.lmstream import ALL_WORKLOADS
 from adaptstream_bench.meta import describe_run, start_meta
 
@@ -424,7 +424,7 @@ def lmstream_load_command(
             else "need 1 <= --start-rate <= --max-rate and --duration > --warmup"
         )
         raise ConfigError(msg)
-    from adaptstream.runner import run_workload
+    from adaptstream.app.runner import run_workload
     from adaptstream.spark.session import build_spark
     from adaptstream.workloads import WORKLOADS
 

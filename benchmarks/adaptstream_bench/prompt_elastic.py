@@ -118,7 +118,7 @@ def da_conf(workers: int, idle_s: float) -> dict[str, str]:
 
 def run_one(spark, policy: str, pattern: str, a: dict, work: Path, ctl, plan: dict) -> dict:
     """One policy on one rate pattern: the streaming run, then its batches, datasets and Spark's executor list."""
-    from adaptstream.runner import RunSpec, run_workload
+    from adaptstream.app.runner import RunSpec, run_workload
     from adaptstream.spark.executors import executor_intervals
 
     managed = policy != "dynamic_allocation"
@@ -280,7 +280,7 @@ def warm_up(spark, a: dict, work: Path, ctl) -> float:
     (``ctl`` given: it asks for every worker first) or on the executors a run starts with (``ctl`` None): its first
     batches start Python workers and compile Alg. 3 on each executor (seconds each, longer under a CPU cap), a cost
     that would otherwise land on whichever policy runs first. Returns its wall seconds."""
-    from adaptstream.runner import RunSpec, run_workload
+    from adaptstream.app.runner import RunSpec, run_workload
 
     t0 = time.time()
     if ctl is not None:

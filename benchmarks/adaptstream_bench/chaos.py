@@ -237,13 +237,15 @@ def trial(spark, kind: str, k: int, work: Path, files: int, kill_from: float, ki
         proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=log, stderr=log)
         killed = _kill(kind, proc, at, t0, rnd, server)
         first_rc = proc.wait(timeout=600)
-    committed = sum(len(os.listdir(c)) for c in [ck / "commits", *ck.glob("*/commits")] if c.is_dir())
+    # a batch's commit file (Spark also writes a hidden .N.crc beside it, not counted)
+    committed = sum(1 for c in [ck / "commits", *ck.glob("*/commits")] if c.is_dir() for n in os.listdir(c)
+                    if not n.startswith("."))  # fmt: skip
     saved = (d / "ck-tuner" / "tuner-policies.json").exists()
     t1 = time.time()
     rerun = subprocess.run(cmd, env=env, capture_output=True, timeout=600, check=False)
     row = {
         "kind": kind, "trial": k, "seed": seed, "kill_at_s": at, "killed": killed, "first_rc": first_rc,
-        "commits_before_restart": committed, "restart_rc": rerun.returncode, "restart_s": time.time() - t1,
+        "batches_committed_before_restart": committed, "restart_rc": rerun.returncode, "restart_s": time.time() - t1,
         "restart_error": "" if rerun.returncode == 0 else error_lines(rerun.stderr.decode(errors="replace")),
     }  # fmt: skip
     if kind == "controller":  # did the restart resume the scheduler's state the first run saved?

@@ -162,9 +162,7 @@ def _plot(data: dict, path: Path) -> None:
     axes[1].set_xticks([i + 0.2 for i in range(len(conns))], conns)
     axes[1].set_ylabel("peak RSS, source + Python workers (MB)")
     axes[1].legend(fontsize=8)
-    ss = data["soak"].get("samples", [])
-    for role in soak_report.ROLES:
-        axes[2].plot([s["t"] / 60 for s in ss], [s[role]["rss_mb"] for s in ss], label=role)
+    soak_report.draw(axes[2], data["soak"].get("samples", []), "rss_mb")
     axes[2].set_xlabel("soak minutes")
     axes[2].set_ylabel("RSS (MB)")
     axes[2].legend(fontsize=8)

@@ -85,6 +85,14 @@ def markdown(data: dict) -> str:
     return "\n".join(lines)
 
 
+def draw(ax, samples: list[dict], key: str) -> None:
+    """One measure of every role over the run's minutes."""
+    ts = [s["t"] / 60 for s in samples]
+    for role in ROLES:
+        ax.plot(ts, [s[role][key] for s in samples], label=role)
+    ax.set_xlabel("minutes")
+
+
 def _plot(data: dict, path: Path) -> None:
     import matplotlib
 
@@ -92,11 +100,8 @@ def _plot(data: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.5))
-    ts = [s["t"] / 60 for s in data["samples"]]
     for ax, (key, label) in zip(axes, MEASURES, strict=True):
-        for role in ROLES:
-            ax.plot(ts, [s[role][key] for s in data["samples"]], label=role)
-        ax.set_xlabel("minutes")
+        draw(ax, data["samples"], key)
         ax.set_title(label)
     axes[0].legend(fontsize=8)
     fig.tight_layout()

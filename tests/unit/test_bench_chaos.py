@@ -134,3 +134,14 @@ def test_error_lines_keep_what_names_the_error():
     text = "Traceback\n  File x\nadaptstream.errors.ConnectorError: offset 1 is beyond\n\tat org.X(Y)\nState: ACTIVE"
     assert error_lines(text) == "adaptstream.errors.ConnectorError: offset 1 is beyond"
     assert error_lines("no words of failure") == "no words of failure"
+
+
+def test_batches_committed_count_commit_files_not_their_crc_and_old_runs_say_what_they_counted(tmp_path):
+    from adaptstream_bench.chaos_report import committed, committed_label
+
+    old = _trial(k=3)  # recorded with the file count of commits/
+    new = {**_trial(k=1), "batches_committed_before_restart": 5}
+    new.pop("commits_before_restart")
+    assert committed(old) == 3 and committed(new) == 5
+    assert committed_label([new]) == "batches committed before restart"
+    assert ".crc" in committed_label([old, new])

@@ -62,8 +62,8 @@ OLD_COMMITS = "files in commits/ before restart (a batch's commit and its .crc)"
 
 
 def committed(t: dict) -> int:
-    """Batches committed before the restart; runs recorded at git a403ebf and before counted the files of the checkpoint's
-    commits/ folder instead (each batch's commit and its hidden .crc), see :data:`OLD_COMMITS`."""
+    """Batches committed before the restart; runs recorded at git a403ebf and before counted the files of the
+    checkpoint's commits/ folder instead (each batch's commit and its hidden .crc), see :data:`OLD_COMMITS`."""
     return int(t.get("batches_committed_before_restart", t.get("commits_before_restart", 0)))
 
 

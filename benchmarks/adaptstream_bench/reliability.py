@@ -92,7 +92,10 @@ def reliability_command(
         },
         "chaos": {"trials": [], "skipped": []},
         "backlog": {"drains": []},
-        "soak": {"meta": {"minutes": soak_minutes, "warmup_minutes": warmup_minutes}, "samples": []},
+        "soak": {
+            "meta": {"minutes": soak_minutes, "warmup_minutes": warmup_minutes, "processes_by": "session"},
+            "samples": [],
+        },
     }
     t0 = time.time()
 

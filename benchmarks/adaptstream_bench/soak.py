@@ -154,6 +154,7 @@ def soak_command(
             "sizing": soak_sizing(cmd, sample_every, warmup_minutes),
             "minutes": minutes,
             "warmup_minutes": warmup_minutes,
+            "processes_by": "session",
             "sampled": " ".join((__doc__ or "").split("\n\n", 1)[1].split()),
         },
     }

@@ -71,6 +71,17 @@ def markdown(data: dict) -> str:
         "",
         f"What is sampled: {m.get('sampled', 'not recorded')}",
         "",
+        *(
+            []
+            if m.get("processes_by") == "session"
+            else [
+                "Correction (added after the run): this run's sampler walked the driver's process group, which "
+                "PySpark's `pyspark.daemon` leaves as it starts (`setpgid`): Python workers could not be seen, "
+                "whether they ran or not; that is why the workers' targets are undecided. Later runs walk the "
+                "driver's session.",
+                "",
+            ]
+        ),
         "Rule: " + (__doc__ or "").split("):", 1)[1].strip(),
         "",
         "## Targets",

@@ -33,7 +33,7 @@ def python_peak(row: dict) -> int:
 
 
 def backlog_targets(drains: list[dict]) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     for connector in dict.fromkeys(d["connector"] for d in drains):
         by_size = {d["size"]: d for d in drains if d["connector"] == connector}
         one, ten = by_size.get(1), by_size.get(10)

@@ -85,7 +85,7 @@ def workdir(tmp_path, monkeypatch, spark):
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     write_run(LinearRoadGeneratorConfig(seed=1, segment_capacity=15.0).build(), None, str(tmp_path / "DIR"), [100] * 6)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(cli, "_spark", lambda master, log_file, shuffle_partitions=2: spark)
+    monkeypatch.setattr(cli.run, "_spark", lambda master, log_file, shuffle_partitions=2: spark)
     real_build = corpus_mod.build_corpus
     monkeypatch.setattr(corpus_mod, "build_corpus", lambda *a, **k: real_build(*a, **{**k, "spark": spark}))
     return tmp_path

@@ -245,7 +245,7 @@ def _cli(capsys, *args: str) -> tuple[int, str]:
 def test_run_sql_runs_several_own_queries_under_klink_equal_to_batch_sql(spark, tmp_path, capsys, monkeypatch):
     from adaptstream import cli
 
-    monkeypatch.setattr(cli, "_spark", lambda master, log_file, shuffle_partitions=2: spark)
+    monkeypatch.setattr(cli.run, "_spark", lambda master, log_file, shuffle_partitions=2: spark)
     src = tmp_path / "in"
     src.mkdir()
     for i in range(4):
@@ -282,7 +282,7 @@ def test_run_sql_runs_several_own_queries_under_klink_equal_to_batch_sql(spark, 
 def test_run_sql_errors_are_one_line(spark, tmp_path, capsys, monkeypatch, args, expected):
     from adaptstream import cli
 
-    monkeypatch.setattr(cli, "_spark", lambda master, log_file, shuffle_partitions=2: spark)
+    monkeypatch.setattr(cli.run, "_spark", lambda master, log_file, shuffle_partitions=2: spark)
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "a.csv").write_text("x,1\n")
     code, out = _cli(capsys, "run", "--input", str(tmp_path / "in"), "--schema", "k STRING, v INT", *args,

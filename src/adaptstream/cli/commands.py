@@ -10,9 +10,9 @@ from typing import Annotated
 import typer
 
 from adaptstream.admission import ADMISSION
+from adaptstream.cli import run as run_command  # its _spark: the one place the CLI starts Spark
 from adaptstream.cli.options import MasterOpt, RateOpt, TrafficOpt, WorkloadOpt, choice
 from adaptstream.cli.root import app
-from adaptstream.cli.run import _run_with_progress, _spark
 from adaptstream.console import console
 from adaptstream.console import fresh_dir as _fresh_dir
 from adaptstream.console import print_table as _print_table
@@ -91,8 +91,10 @@ def demo(
     for spec in specs:
         check_spec(spec, os.path.join(run_dir, spec.admission))
     log_file = os.path.join(_fresh_dir(run_dir), "spark.log")
-    spark = _spark(master, log_file)
-    results = [_run_with_progress(spark, spec, os.path.join(run_dir, spec.admission), log_file) for spec in specs]
+    spark = run_command._spark(master, log_file)
+    results = [
+        run_command._run_with_progress(spark, spec, os.path.join(run_dir, spec.admission), log_file) for spec in specs
+    ]
     md = write_comparison(results, run_dir, f"adaptstream demo: {workload}, {traffic} traffic at {rate} rows/s")
     _print_table(results)
     console.print(f"comparison: [bold]{md}[/] and plots in {run_dir} (Spark's log: {run_dir}/spark.log)")

@@ -19,7 +19,7 @@ import adaptstream.spark.session
 from adaptstream import cli
 from adaptstream.connectors.parsing import FileFormat, parse_bytes
 
-BOUNDED = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+BOUNDED = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 class WouldStartSpark(Exception):

@@ -2,12 +2,12 @@
 same query draining one cap's worth (issue #57 item 6, the backlog part).
 
 Per connector (``files``, ``generator``, ``redis``) and size (1x and 10x the cap) a driver process of its own
-(Spark master ``local[2]``, a session of its own) drains Linear Road rows (``--rows-per-second`` rows per dataset
+(Spark master ``local[2]``, a session of its own) drains Linear Road rows (``--backlog-rate`` rows per dataset
 second, no jitter) through ``format("adaptstream")`` with ``maxRowsPerTrigger`` = the cap into Spark's Parquet
 sink. Every input is there before the query starts: CSV files with modification times in the past; for the
 generator, its datasets already written in its directory, as after a stop (with ``duration`` = those seconds its
 writer owes nothing more, and the source drains what is on disk); a Redis stream written unpaced (datasets of at
-most 10,000 entries). Every ``--sample-every`` seconds the benchmark reads from /proc, per role (driver, JVM,
+most 10,000 entries). Every :data:`SAMPLE_EVERY` seconds the benchmark reads from /proc, per role (driver, JVM,
 source runner, Python workers), the summed resident memory of the driver's session; the peak of each role is kept.
 The output is checked row by row against the input read by plain PySpark batch (rows lost, rows extra).
 """
@@ -27,7 +27,7 @@ from adaptstream_bench.soak import ROLES, sample
 
 CONNECTORS = ("files", "generator", "redis")
 SIZES = (1, 10)  # the input in caps
-DATASET_ENTRIES = 10_000  # the Redis datasets' size, as the driver sets it
+SAMPLE_EVERY = 0.25  # seconds between samples of the driver's processes: a drain takes 15-25 s
 
 DRIVER = r"""
 import sys
@@ -85,8 +85,7 @@ def check(spark, src: Path, out: Path) -> dict:
             "extra": got.exceptAll(want).count()}  # fmt: skip
 
 
-def drain(spark, connector: str, size: int, work: Path, cap: int, rate: int, sample_every: float,
-          redis_url: str | None) -> dict:  # fmt: skip
+def drain(spark, connector: str, size: int, work: Path, cap: int, rate: int, redis_url: str | None) -> dict:
     seconds = cap * size // rate
     d = work / f"{connector}-{size}x"
     d.mkdir(parents=True)
@@ -105,7 +104,7 @@ def drain(spark, connector: str, size: int, work: Path, cap: int, rate: int, sam
                 s = sample(proc.pid)
                 for r in ROLES:
                     peak[r] = max(peak[r], s[r]["rss_mb"])
-                time.sleep(sample_every)
+                time.sleep(SAMPLE_EVERY)
         finally:
             kill_session(proc.pid)
             proc.wait()
@@ -121,13 +120,13 @@ def drain(spark, connector: str, size: int, work: Path, cap: int, rate: int, sam
     return row
 
 
-def run_backlog(spark, part: dict, work: Path, connectors: list[str], cap: int, rate: int, sample_every: float,
-                redis_url: str | None, on_drain: Callable[[dict], None]) -> None:  # fmt: skip
+def run_backlog(spark, part: dict, work: Path, connectors: list[str], cap: int, rate: int, redis_url: str | None,
+                on_drain: Callable[[dict], None]) -> None:  # fmt: skip
     """Every connector at 1x then 10x the cap, into ``part["drains"]``; ``on_drain(row)`` after each."""
     part.setdefault("drains", [])
     for connector in connectors:
         for size in SIZES:
-            row = drain(spark, connector, size, work, cap, rate, sample_every, redis_url)
+            row = drain(spark, connector, size, work, cap, rate, redis_url)
             part["drains"].append(row)
             on_drain(row)
 

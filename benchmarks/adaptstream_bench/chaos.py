@@ -307,9 +307,9 @@ def run_chaos(spark, part: dict, ks: list[str], trials: int, files: int, kill_fr
         shutil.rmtree(work, ignore_errors=True)
 
 
-def trial_line(row: dict, trials: int, minutes: float) -> str:
+def trial_line(row: dict, trials: int) -> str:
     return (
-        f"[{minutes:5.1f} min] {row['kind']} {row['trial'] + 1}/{trials}: kill at {row['kill_at_s']:.1f} s "
+        f"{row['kind']} {row['trial'] + 1}/{trials}: kill at {row['kill_at_s']:.1f} s "
         f"({row['killed']}), restart rc {row['restart_rc']}, {row['unit']} lost {row['lost']} duplicated "
         f"{row['duplicated']} wrong {row['wrong']}"
     )
@@ -349,7 +349,7 @@ def chaos_command(
 
     def on_trial(row: dict, minutes: float) -> None:
         sample_load(data["meta"])
-        typer.echo(trial_line(row, trials, minutes))
+        typer.echo(f"[{minutes:5.1f} min] {trial_line(row, trials)}")
         write_report(data, target)
 
     try:

@@ -10,7 +10,6 @@ the pane mode, so that executors' Python workers run all along). Writes reliabil
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 import time
@@ -20,7 +19,7 @@ from typing import Annotated
 import typer
 
 from adaptstream_bench import backlog, soak
-from adaptstream_bench.backlog import CONNECTORS, drain_line, run_backlog
+from adaptstream_bench.backlog import CONNECTORS, SAMPLE_EVERY, drain_line, run_backlog
 from adaptstream_bench.chaos import KINDS, RedisServer, check_kinds, run_chaos, sizing, trial_line
 from adaptstream_bench.meta import finish_meta, sample_load, start_meta
 from adaptstream_bench.soak import minute_line, run_command, run_soak, soak_sizing
@@ -67,7 +66,7 @@ def reliability_command(
     from adaptstream.errors import ConfigError
     from adaptstream.outdirs import report_dir
     from adaptstream.spark.session import build_spark
-    from adaptstream_bench.reliability_report import write_report
+    from adaptstream_bench.reliability_report import targets, write_report
 
     ks, cs = check_kinds(kinds, kill_from, kill_to), _connectors(connectors)
     if warmup_minutes + 1 >= soak_minutes:
@@ -85,7 +84,7 @@ def reliability_command(
                 "chaos": sizing(ks, trials, files, kill_from, kill_to, seed, chaos_budget_minutes),
                 "backlog": f"cap {backlog_cap} rows per batch (maxRowsPerTrigger), {backlog_rate} rows per dataset "
                 f"second, inputs of 1x and 10x the cap; connectors {', '.join(cs)}; the Python side sampled every "
-                "0.25 s. " + " ".join((backlog.__doc__ or "").split("\n\n", 1)[1].split()),
+                f"{SAMPLE_EVERY:g} s. " + " ".join((backlog.__doc__ or "").split("\n\n", 1)[1].split()),
                 "soak": soak_sizing(soak_cmd, sample_every, warmup_minutes),
             },
             "sampled": " ".join((soak.__doc__ or "").split("\n\n", 1)[1].split()),
@@ -108,12 +107,13 @@ def reliability_command(
     data["meta"]["spark"] = spark.version
     try:
         run_chaos(spark, data["chaos"], ks, trials, files, kill_from, kill_to, seed, chaos_budget_minutes,
-                  lambda row, m: note(trial_line(row, trials, m).split('] ', 1)[1]))  # fmt: skip
+                  lambda row, _minutes: note(trial_line(row, trials)))  # fmt: skip
         server = RedisServer() if "redis" in cs else None
         try:
             url = f"redis://127.0.0.1:{server.port}" if server else None
-            run_backlog(spark, data["backlog"], work, cs, backlog_cap, backlog_rate, 0.25, url,
-                        lambda row: note(drain_line(row)))  # fmt: skip
+            run_backlog(
+                spark, data["backlog"], work, cs, backlog_cap, backlog_rate, url, lambda row: note(drain_line(row))
+            )
         finally:
             if server is not None:
                 server.stop()
@@ -126,7 +126,7 @@ def reliability_command(
         shutil.rmtree(work, ignore_errors=True)
     finish_meta(data["meta"])
     md = write_report(data, target)
-    met = [t["met"] for t in json.loads((target / "reliability.json").read_text())["targets"]]
+    met = [t["met"] for t in targets(data)]
     typer.echo(
         f"bench reliability: {met.count(True)} met, {met.count(False)} missed, {met.count(None)} undecided; "
         f"report in {md}"

@@ -109,10 +109,8 @@ def run_soak(part: dict, cmd: list[str], work: Path, sample_every: float,
                     on_minute(part["samples"][-1])
                 time.sleep(sample_every)
         finally:
-            if proc.poll() is None:
-                kill_session(proc.pid)
+            kill_session(proc.pid)  # the driver if it still runs, and Python workers it left behind
             proc.wait()
-            kill_session(proc.pid)  # Python workers the driver left behind
     part["meta"]["exit_status"] = proc.returncode
     part["meta"]["run_tail"] = (work / "run.log").read_bytes().decode(errors="replace")[-1500:]
 

@@ -36,6 +36,7 @@ from adaptstream.errors import ConfigError
 log = logging.getLogger("adaptstream.tuner")
 STATE_FILE = "tuner-policies.json"
 DURATIONS_KEPT = 4096  # batch times per query kept for the p99 (bounded memory)
+EXECUTOR_POLL_S = 1.0  # how often the executor timeline is sampled while an elasticity policy runs
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,8 @@ class Tuner:
         self.elasticity: Any = None
         self.executor_control: Any = None
         self._listener: Any = None
+        self._stop_watch = threading.Event()
+        self._watch: threading.Thread | None = None
         self.restored: int | None = None  # the batch count saved with the restored state (None: a fresh start)
 
     # -- life cycle -----------------------------------------------------------------------------------------
@@ -145,7 +148,17 @@ class Tuner:
         self._listener = TunerListener(self._on_progress, self._on_end)
         self.spark.streams.addListener(self._listener)
         self._note_executors()
+        if self.elasticity is not None:
+            self._watch = threading.Thread(target=self._watch_executors, name="adaptstream-executors", daemon=True)
+            self._watch.start()
         return self
+
+    def _watch_executors(self) -> None:
+        """Sample the executor count between batches too: an executor asked for after batch i registers while
+        batch i+1 runs, and a batch can be long; the timeline (and executor-seconds) should not wait for it."""
+        while not self._stop_watch.wait(EXECUTOR_POLL_S):
+            with contextlib.suppress(Exception):  # the session may be stopping
+                self._note_executors()
 
     def _start_controller(self, policy: Any) -> Any:
         from adaptstream.control.controller import Controller, jvm_heap_used
@@ -178,6 +191,10 @@ class Tuner:
             return
         self.closed = True
         from adaptstream.spark.datasource import register
+
+        self._stop_watch.set()
+        if self._watch is not None:
+            self._watch.join(timeout=10)
 
         self.flush()
         with contextlib.suppress(Exception):  # the session may be stopping already

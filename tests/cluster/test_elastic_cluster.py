@@ -87,7 +87,7 @@ TUNER_SCRIPT = textwrap.dedent("""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and not until():
             q.awaitTermination(1.0)
-        print("PHASE", per_row, executors(), flush=True)
+        print("PHASE", per_row, executors(), round(time.monotonic() - deadline + timeout, 1), flush=True)
 
     phase(0.0, lambda: executors() == 1, 180)     # light: the plan's one executor
     phase(0.4, lambda: executors() >= 2, 240)     # heavy: batches late -> more executors
@@ -118,7 +118,7 @@ def test_the_tuner_scales_executors_of_a_rate_query_out_and_in_without_losing_ro
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
     lines = [ln.split() for ln in res.stdout.splitlines() if ln.startswith(("PHASE", "PEAK", "OUT"))]
     assert [ln[0] for ln in lines] == ["PHASE", "PHASE", "PHASE", "PEAK", "OUT"], res.stdout
-    (_, _, first), (_, _, heavy), (_, _, light), (_, peak), (_, *written) = lines
+    (_, _, first, _), (_, _, heavy, _), (_, _, light, _), (_, peak), (_, *written) = lines
     assert int(first) == 1 and int(heavy) >= 2 and int(peak) >= 2 and int(light) == 1, res.stdout
 
     report = json.loads((tmp_path / "metrics" / "tuner.json").read_text())

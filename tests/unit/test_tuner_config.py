@@ -100,3 +100,32 @@ def test_the_tuner_records_what_it_planned_after_each_judged_batch():
     assert [p[:2] for p in plans] == [["q", 4], ["q", 5], ["q", 6]]
     assert [p[2] for p in plans] == [2, 3, 2]  # out after each late batch, in after the early one
     assert asked and asked[0] == plans[0][2]  # what it planned is what it asked Spark for
+
+
+def test_the_executor_timeline_is_sampled_between_batches_and_the_sampler_stops(monkeypatch):
+    """An executor asked for after one batch registers while the next (possibly long) batch runs: the timeline
+    sees it within a poll, not only when that batch ends."""
+    import threading
+
+    from adaptstream import tuner as tuner_mod
+
+    counts, seen = [1, 1, 2, 2, 2], threading.Event()
+
+    def size() -> int:
+        n = counts.pop(0) if len(counts) > 1 else counts[0]
+        if len(counts) == 1:
+            seen.set()
+        return n
+
+    ids = SimpleNamespace(size=size)
+    sc = SimpleNamespace(master="spark://127.0.0.1:7077", _jsc=SimpleNamespace(sc=lambda: SimpleNamespace(
+        getExecutorIds=lambda: ids)))  # fmt: skip
+    monkeypatch.setattr(tuner_mod, "EXECUTOR_POLL_S", 0.01)
+    t = tuner_mod.Tuner(SimpleNamespace(sparkContext=sc), TunerConfig())
+    watch = threading.Thread(target=t._watch_executors, daemon=True)
+    watch.start()
+    assert seen.wait(10), "the sampler never polled the executors"
+    t._stop_watch.set()
+    watch.join(10)
+    assert not watch.is_alive()
+    assert [n for _, n in t.executors] == [1, 2]  # one entry per change

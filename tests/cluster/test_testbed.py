@@ -204,7 +204,9 @@ def test_corpus_job_records_a_real_trace_and_resumes(tmp_path: Path) -> None:
     seed = next(s for s in range(100) if query_for(s, 0).query_type.startswith("linear"))
     out = tmp_path / "real.jsonl"
     hosts = parse_hosts("small,large")
-    run_corpus(out, n=2, seed=seed, hosts=hosts, duration_s=40, warmup_s=15, budget_s=1200, only=[1])
+    run_corpus(
+        out, n=2, seed=seed, hosts=hosts, duration_s=20, warmup_s=10, budget_s=1200, only=[1], agent_warm_up_s=15
+    )
     (t,) = list(read_traces(out))
     assert t.trace_id == f"tb-{seed}-00001" and t.meta["placement_kind"] == "initial"
     assert t.labels is not None and t.labels.origin == "real"

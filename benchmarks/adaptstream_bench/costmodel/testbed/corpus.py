@@ -431,10 +431,12 @@ def run_corpus(
     only: list[int] | None = None,
     placer: Placer | None = None,
     id_prefix: str = "tb",
+    agent_warm_up_s: float = 40.0,
 ) -> int:
     """Run traces 0..n-1 (or just `only`) not yet in `out` (JSON lines, appended one by one) until done or
     `budget_s` is spent; returns how many were written. Trace i is `placer(i, hosts)` (default: the pairs of
-    `pair_placer`), its id `<id_prefix>-<seed>-<i>`."""
+    `pair_placer`), its id `<id_prefix>-<seed>-<i>`. Before the first trace each agent runs unrecorded pieces
+    for `agent_warm_up_s` (two runs)."""
     t_start = time.monotonic()
     place = placer or pair_placer(seed)
     done = {t.trace_id for t in read_traces(out)} if out.exists() else set()
@@ -478,7 +480,7 @@ def run_corpus(
                     raise EnvironmentProblem(msg)
             log(f"testbed up in {time.monotonic() - t_start:.0f} s: {tb.master_url}")
             host_records = [tb.host_record(h.name) for h in hosts]
-            warm_up_agents(tb, agents, (tb.driver_host, rport), workdir, log)
+            warm_up_agents(tb, agents, (tb.driver_host, rport), workdir, log, agent_warm_up_s)
             for i in todo:
                 if time.monotonic() - t_start > budget_s:
                     log(f"budget of {budget_s:.0f} s spent; {written} traces written, resume to continue")

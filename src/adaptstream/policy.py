@@ -96,25 +96,13 @@ class Policy:
         """Restore from ``_state()``'s dict (default: nothing to restore)."""
 
 
-def build_from_registry(registry: Any, name: str, params: Mapping[str, Any]) -> Any:
-    """The frozen config of a registered name with ``params`` (see :meth:`Registry.build`)."""
-    return registry.build(name, params)
-
-
-def parse_params(text: str, option: str) -> tuple[tuple[str, float | int | str], ...]:
-    """An option's ``'name=value;name=value'`` (``--scheduler-params``, ``--elastic-params``) as a hashable tuple,
-    numbers where they parse as one; names and types are checked by :meth:`Registry.build`."""
+def parse_params(text: str, option: str) -> tuple[tuple[str, str], ...]:
+    """An option's ``'name=value;name=value'`` (``--scheduler-params``, ``--elastic-params``) as a hashable tuple
+    of strings; :meth:`Registry.build` checks the names and coerces each value to its field's type (one coercion
+    for every family)."""
     from adaptstream.config import parse_kv
 
-    def number(raw: str) -> float | int | str:
-        for conv in (int, float):
-            try:
-                return conv(raw)
-            except ValueError:
-                continue
-        return raw
-
-    return tuple((k, number(v)) for k, v in parse_kv(text, option).items())
+    return tuple(parse_kv(text, option).items())
 
 
 # -- JSON helpers for snapshots -------------------------------------------------------------------------------

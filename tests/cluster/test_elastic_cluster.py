@@ -133,3 +133,45 @@ def test_the_tuner_scales_executors_of_a_rate_query_out_and_in_without_losing_ro
     count, distinct, lo, hi = map(int, written)
     assert count == distinct == q["rows"] > 0  # every row of every completed batch, written once
     assert (lo, hi) == (0, count - 1)  # the rate source's values from the first: none missing in between
+
+
+def test_kill_9_of_a_tuned_application_resumes_its_elasticity_plan(spark, cluster3, tmp_path):
+    """SIGKILL of an application under ``tune(scheduler="klink", elastic="prompt", state_path=...)`` on the
+    cluster, inside a batch, then a restart on the same checkpoint and state: both policies' states are restored as
+    last saved, Alg. 4 goes on from the restored plan (its first decision after the restart starts from it, not
+    from the initial plan), and the output equals batch SQL. Every batch is late against a 0.05 s target, so Alg. 4
+    (d=1, no grace) scales out after each one: the plan at the kill is not the initial one."""
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(6):
+        (src / f"{i}.csv").write_text("".join(f"k{(i * 7 + j) % 5},{i * 100 + j}\n" for j in range(20)))
+    out, ck, state, metrics = (tmp_path / p for p in ("out", "ck", "state", "metrics"))
+    here = os.path.join(ROOT, "tests", "spark", "tuner_driver.py")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.path.join(ROOT, "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "TUNER_MASTER": cluster3,
+        "TUNER_ELASTIC_PARAMS": "initial_map_tasks=1;initial_reduce_buckets=1;min_tasks=1;max_executors=3;d=1;grace=0",
+        "TUNER_LATENCY_TARGET": "0.05",
+        "TUNER_METRICS": str(metrics),
+    }
+    driver = [sys.executable, here, str(src), str(out), str(ck), str(state)]
+    killed = subprocess.run([*driver, "3"], env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert killed.returncode == -9, killed.stdout[-2000:] + killed.stderr[-2000:]
+    saved = json.loads((state / "tuner-policies.json").read_text())
+    elastic = saved["policies"]["elasticity"]
+    assert elastic["policy"] == "prompt" and elastic["state"]["batches"] >= 1, elastic
+    p, r = elastic["state"]["p"], elastic["state"]["r"]
+    assert (p, r) != (1, 1), elastic  # scaled out before the kill
+
+    finished = subprocess.run(driver, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert finished.returncode == 0, finished.stdout[-2000:] + finished.stderr[-3000:]
+    restored = json.loads(next(x for x in finished.stdout.splitlines() if x.startswith("RESTORED "))[9:])
+    assert restored == {"offset": saved["offset"], "scheduler": saved["policies"]["scheduler"], "elasticity": elastic}
+    report = json.loads((metrics / "tuner.json").read_text())
+    decisions = report["elasticity_log"]  # the restarted run's decisions only (the log is not state)
+    assert decisions and decisions[0]["from"] == [p, r] and decisions[0]["direction"] == "out", decisions
+    got = sorted(tuple(x) for x in spark.read.parquet(str(out)).select("k", "v").collect())
+    want = sorted(tuple(x) for x in spark.read.schema("k STRING, v INT").csv(str(src)).collect())
+    assert got == want and len(got) == 120

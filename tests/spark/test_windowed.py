@@ -175,10 +175,37 @@ def test_drained_source_emits_every_window_and_the_query_stops_without_available
     assert not spark.streams.active
 
 
+def _temp_checkpoints() -> set[str]:
+    import glob
+    import tempfile
+
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), "adaptstream-windowed-*")))
+
+
+def test_a_temporary_checkpoint_is_removed_when_the_query_ends(spark, tmp_path):
+    """No ``checkpoint``: a temporary one, deleted once the query ends without an error (as Spark does)."""
+    from adaptstream.spark.listener import wait_for_listeners
+
+    src = tmp_path / "in"
+    src.mkdir()
+    _csv(src / "a.csv", _rows(50, 5))
+    before, seen = _temp_checkpoints(), []
+    q = adaptstream.windowed_aggregate(
+        _stream(spark, src), keys="k", time="ts", window="30 seconds", aggs={"v": "sum"},
+        sink=lambda df: seen.append(df.count()), trigger={"availableNow": True},
+    )  # fmt: skip
+    assert _temp_checkpoints() - before, "no temporary checkpoint was made"
+    q.awaitTermination(120)
+    assert not q.isActive and q.exception() is None and sum(seen) > 0
+    wait_for_listeners(spark)
+    assert _temp_checkpoints() - before == set()
+
+
 def test_user_errors_are_config_errors(spark, tmp_path):
     src = tmp_path / "in"
     src.mkdir()
     df = _stream(spark, src)
+    before = _temp_checkpoints()
     common = {"keys": "k", "time": "ts", "window": "30 seconds", "sink": str(tmp_path / "o")}
     with pytest.raises(ConfigError, match=r"not in the stream"):
         adaptstream.windowed_aggregate(df, **{**common, "keys": "nope"}, aggs={"v": "sum"})
@@ -195,6 +222,7 @@ def test_user_errors_are_config_errors(spark, tmp_path):
     with pytest.raises(ConfigError, match=r"streaming DataFrame"):
         adaptstream.windowed_aggregate(spark.range(3), **common, aggs={"v": "sum"})
     assert not spark.streams.active
+    assert _temp_checkpoints() == before  # a refused call leaves no temporary checkpoint behind
 
 
 @pytest.mark.slow

@@ -4,7 +4,11 @@
 Usage: python tuner_driver.py INPUT_DIR OUT_DIR CHECKPOINT STATE [KILL_AT_BATCH]
 The query's sink writes each batch to OUT_DIR/batch_id=N (overwriting a replayed batch); with KILL_AT_BATCH the
 process kills itself right after that batch is written, before Spark commits it. At start it prints one line,
-``RESTORED <json>``: the scheduler's state as the tuner restored it, before any query registered."""
+``RESTORED <json>``: the scheduler's state as the tuner restored it, before any query registered.
+
+On a cluster (tests/cluster/test_elastic_cluster.py): environment ``TUNER_MASTER`` (a standalone master URL) adds
+``elastic="prompt"`` with ``TUNER_ELASTIC_PARAMS`` and ``TUNER_LATENCY_TARGET``, the elasticity policy's restored
+state in the ``RESTORED`` line, and ``TUNER_METRICS`` the tuner's report directory."""
 
 from __future__ import annotations
 
@@ -20,9 +24,22 @@ def main() -> None:
 
     input_dir, out, checkpoint, state = sys.argv[1:5]
     kill_at = int(sys.argv[5]) if len(sys.argv) > 5 else None
-    spark = build_spark(app_name="tuner-driver")
-    with adaptstream.tune(spark, scheduler="klink", state_path=state) as tuner:
-        print("RESTORED", json.dumps({"offset": tuner.restored, "scheduler": tuner.controller.policy.state_dict()}))
+    master = os.environ.get("TUNER_MASTER")
+    elastic: dict = {}
+    if master:
+        conf = {"spark.executor.memory": "512m", "spark.executor.cores": "1",
+                "spark.executorEnv.PYTHONPATH": os.environ.get("PYTHONPATH", "")}  # fmt: skip
+        spark = build_spark(master=master, app_name="tuner-driver", conf=conf)
+        elastic = {"elastic": "prompt", "elastic_params": os.environ.get("TUNER_ELASTIC_PARAMS", ""),
+                   "latency_target": float(os.environ.get("TUNER_LATENCY_TARGET", "10")),
+                   "metrics_path": os.environ.get("TUNER_METRICS")}  # fmt: skip
+    else:
+        spark = build_spark(app_name="tuner-driver")
+    with adaptstream.tune(spark, scheduler="klink", state_path=state, **elastic) as tuner:
+        restored = {"offset": tuner.restored, "scheduler": tuner.controller.policy.state_dict()}
+        if tuner.elasticity is not None:
+            restored["elasticity"] = tuner.elasticity.state_dict()
+        print("RESTORED", json.dumps(restored))
         sys.stdout.flush()
 
         def sink(df, batch_id: int) -> None:

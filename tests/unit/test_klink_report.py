@@ -133,11 +133,14 @@ def test_policy_specs_parse_names_and_numbers():
     import pytest
 
     from adaptstream.errors import ConfigError
+    from adaptstream.scheduling import build_scheduler
     from adaptstream_bench.klink import parse_policy
 
     assert parse_policy("klink") == ("klink", ())
     name, params = parse_policy("klink:hold=inf;slots=2")
-    assert name == "klink" and params[1] == ("slots", 2) and math.isinf(params[0][1])
+    assert (name, params) == ("klink", (("hold", "inf"), ("slots", "2")))  # strings: the registry coerces them
+    policy = build_scheduler(name, **dict(params))
+    assert math.isinf(policy.config.hold) and policy.config.slots == 2 and isinstance(policy.config.slots, int)
     assert parse_policy("klink:variance=mean") == ("klink", (("variance", "mean"),))
     with pytest.raises(ConfigError, match="name=value"):
         parse_policy("klink:hold")

@@ -10,7 +10,6 @@ from adaptstream.allocation.base import ReduceAllocator, hash_bucket
 from adaptstream.allocation.hash import HashAllocatorConfig
 from adaptstream.allocation.prompt import PromptAllocatorConfig, worst_fit_buckets
 from adaptstream.allocation.split import SplitAllocatorConfig
-from adaptstream.policy import build_from_registry
 from adaptstream.registry import Registry
 
 ALLOCATORS: Registry[Any] = Registry("reduce allocator")
@@ -21,7 +20,7 @@ ALLOCATORS.register("split")(SplitAllocatorConfig)
 
 def build_allocator(name: str, **params: Any) -> ReduceAllocator:
     """Build the named allocator (unknown names and parameters list the valid ones)."""
-    return build_from_registry(ALLOCATORS, name, params).build()
+    return ALLOCATORS.build(name, params).build()
 
 
 __all__ = ["ALLOCATORS", "ReduceAllocator", "build_allocator", "hash_bucket", "worst_fit_buckets"]

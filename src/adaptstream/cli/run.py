@@ -124,23 +124,13 @@ def run(
     --input, and summarise it."""
     from adaptstream.app.runner import RunSpec
 
-    if device != "cpu":
-        if reduce is None:
-            msg = f"--device {device} needs --reduce: it places the pane mode's operators"
-            raise ConfigError(msg)
-        console.print("--device auto: every pane operator runs on the CPU (no GPU backend inside Spark tasks yet)")
+    _check_device(device, reduce)
     if sql:
         _sql_route(ctx, sql, workload, input, schema, file_format, header, scheduler, scheduler_params, admission,
                    admission_params, run_dir, master)  # fmt: skip
         return
     workloads = workload or ["LR1S"]
-    if len(workloads) > 1 and elastic is not None:
-        msg = (
-            "--elastic scales one pane-mode workload's executors; several workloads share the application's "
-            "executors: give a single --workload, or tune the application with adaptstream.tune(elastic=...) "
-            "(one policy for every query, docs/tuning.md)"
-        )
-        raise ConfigError(msg)
+    _check_elastic(workloads, elastic)
     shared: dict[str, Any] = {
         "admission": admission, "traffic": traffic, "rate": rate, "duration": duration, "trigger": trigger,
         "seed": seed, "input": input, "drain": drain, "partitioner": partitioner, "num_blocks": num_blocks,
@@ -162,6 +152,24 @@ def run(
     shared["input_dir"] = shared.pop("input")
     spec = RunSpec(workload=name, elastic=elastic, elastic_params=elastic_params, **shared)
     _run_single(spec, run_dir, master)
+
+
+def _check_device(device: str, reduce: str | None) -> None:
+    if device != "cpu":
+        if reduce is None:
+            msg = f"--device {device} needs --reduce: it places the pane mode's operators"
+            raise ConfigError(msg)
+        console.print("--device auto: every pane operator runs on the CPU (no GPU backend inside Spark tasks yet)")
+
+
+def _check_elastic(workloads: list[str], elastic: str | None) -> None:
+    if len(workloads) > 1 and elastic is not None:
+        msg = (
+            "--elastic scales one pane-mode workload's executors; several workloads share the application's "
+            "executors: give a single --workload, or tune the application with adaptstream.tune(elastic=...) "
+            "(one policy for every query, docs/tuning.md)"
+        )
+        raise ConfigError(msg)
 
 
 def _sql_route(ctx: typer.Context, sql: list[str], workload: list[str] | None, input: str | None,

@@ -9,7 +9,6 @@ from typing import Any
 from adaptstream.devices.base import CPU, GPU, TABLE_II, DeviceMapper, DeviceOutcome, OpNode, transitions
 from adaptstream.devices.mapdevice import MapDeviceConfig
 from adaptstream.devices.static import AllCpuConfig, AllGpuConfig
-from adaptstream.policy import build_from_registry
 from adaptstream.registry import Registry
 
 DEVICE_MAPPERS: Registry[Any] = Registry("device mapper")
@@ -20,7 +19,7 @@ DEVICE_MAPPERS.register("gpu")(AllGpuConfig)
 
 def build_device_mapper(name: str, **params: Any) -> DeviceMapper:
     """Build the named mapper (unknown names and parameters list the valid ones)."""
-    return build_from_registry(DEVICE_MAPPERS, name, params).build()
+    return DEVICE_MAPPERS.build(name, params).build()
 
 
 __all__ = [

@@ -11,7 +11,6 @@ from adaptstream.elasticity.ds2 import DS2Config
 from adaptstream.elasticity.prompt import PromptElasticityConfig
 from adaptstream.elasticity.prompt_fast import PromptFastConfig
 from adaptstream.elasticity.static import StaticConfig
-from adaptstream.policy import build_from_registry
 from adaptstream.registry import Registry
 
 ELASTICITY: Registry[Any] = Registry("elasticity policy")
@@ -23,7 +22,7 @@ ELASTICITY.register("ds2")(DS2Config)
 
 def build_elasticity(name: str, **params: Any) -> ElasticityPolicy:
     """Build the named policy (unknown names and parameters list the valid ones)."""
-    return build_from_registry(ELASTICITY, name, params).build()
+    return ELASTICITY.build(name, params).build()
 
 
 __all__ = ["ELASTICITY", "BatchStats", "ElasticityPolicy", "ExecutionPlan", "build_elasticity"]

@@ -29,9 +29,7 @@ SCHEDULERS.register("klink")(KlinkConfig)
 def build_scheduler(name: str, **params: Any) -> SchedulerPolicy:
     """Build the named scheduler; an unknown parameter is an error naming the valid ones, and option strings
     ("inf", "2") are coerced to the field's type."""
-    from adaptstream.policy import build_from_registry
-
-    return build_from_registry(SCHEDULERS, name, params).build()
+    return SCHEDULERS.build(name, params).build()
 
 
 __all__ = [

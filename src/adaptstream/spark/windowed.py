@@ -19,6 +19,7 @@ import contextlib
 import inspect
 import os
 import re
+import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -220,10 +221,12 @@ class StopAtInputEnd(StreamingQueryListener):
     """Stops a windowed query once the batch that read a drained input's end has committed. Spark stops an
     ``availableNow`` query itself; a source whose ``drain`` sealed its input only stops offering data. The stop runs
     in a thread of its own (a listener must not block Spark's listener bus), and the listener removes itself when
-    its query terminates."""
+    its query terminates, deleting the query's temporary checkpoint (none given) if it ended without an error, as
+    Spark does with its own."""
 
-    def __init__(self, spark: Any) -> None:
+    def __init__(self, spark: Any, temp_checkpoint: str | None = None) -> None:
         self._session = spark
+        self._temp_checkpoint = temp_checkpoint
         self.query: StreamingQuery | None = None
         self._ended: set[str] = set()  # ids of queries whose input ended (before attach, too)
         self._lock = threading.Lock()
@@ -255,8 +258,11 @@ class StopAtInputEnd(StreamingQueryListener):
     def onQueryTerminated(self, event: Any) -> None:
         with self._lock:
             ours = self.query is not None and str(self.query.id) == str(event.id)
-        if ours:
-            threading.Thread(target=self._remove, daemon=True, name="adaptstream-windowed-listener").start()
+        if not ours:
+            return
+        if self._temp_checkpoint and not getattr(event, "exception", None):
+            shutil.rmtree(self._temp_checkpoint, ignore_errors=True)  # small and local: no need to leave the bus
+        threading.Thread(target=self._remove, daemon=True, name="adaptstream-windowed-listener").start()
 
     def _stop(self) -> None:
         with self._lock:
@@ -326,14 +332,36 @@ def windowed_aggregate(
     config = WindowedConfig.of(keys, time, window, slide, aggs, watermark)
     trig = check_trigger(trigger)
     ck = os.path.abspath(checkpoint) if checkpoint else tempfile.mkdtemp(prefix="adaptstream-windowed-")
-    executor = _executor(df, config.spec(df.schema, name or "windowed"), sink, reduce, reduce_buckets, device, ck)
+    temp_checkpoint = None if checkpoint else ck
+    try:
+        return _start(df, config.spec(df.schema, name or "windowed"), sink, reduce, reduce_buckets, device, ck,
+                      trig, name, temp_checkpoint)  # fmt: skip
+    except BaseException:
+        if temp_checkpoint:  # nothing ran on it: a refused argument or a failed start leaves no directory behind
+            shutil.rmtree(temp_checkpoint, ignore_errors=True)
+        raise
+
+
+def _start(
+    df: DataFrame,
+    spec: PaneSpec,
+    sink: str | Callable[..., Any],
+    reduce: str,
+    reduce_buckets: int | None,
+    device: str,
+    ck: str,
+    trig: dict[str, Any] | None,
+    name: str | None,
+    temp_checkpoint: str | None,
+) -> StreamingQuery:
+    executor = _executor(df, spec, sink, reduce, reduce_buckets, device, ck)
     writer = df.writeStream.foreachBatch(executor).option("checkpointLocation", ck)
     if name:
         writer = writer.queryName(name)
     if trig:
         writer = writer.trigger(**trig)
     spark: Any = df.sparkSession
-    stopper = StopAtInputEnd(spark)
+    stopper = StopAtInputEnd(spark, temp_checkpoint)
     spark.streams.addListener(stopper)
     try:
         query = writer.start()

@@ -7,6 +7,7 @@ import typer
 
 from adaptstream_bench.chaos import chaos_command
 from adaptstream_bench.cluster_calibration import cluster_calibration_command
+from adaptstream_bench.composed import composed_command
 from adaptstream_bench.klink import klink_command
 from adaptstream_bench.lmstream import lmstream_command
 from adaptstream_bench.lmstream_capacity import lmstream_capacity_command
@@ -37,6 +38,7 @@ app.command("reduce-cluster")(reduce_cluster_command)
 app.command("chaos")(chaos_command)
 app.command("soak")(soak_command)
 app.command("reliability")(reliability_command)
+app.command("composed")(composed_command)
 
 
 def register(root: typer.Typer, groups: dict[str, typer.Typer]) -> None:

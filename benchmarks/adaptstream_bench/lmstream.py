@@ -164,15 +164,14 @@ def _write_report(
 
     os.makedirs(out, exist_ok=True)
     if meta is not None:
-        head = f"{describe_run(meta)} {_machine_line()}."
+        head = f"{describe_run(meta)} Platform: {platform.platform()}, Python {platform.python_version()}."
     else:
         head = f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Machine: {_machine_line()}."
     records = [{"spec": r.spec.__dict__, **r.summary.as_dict(), "unfinished": r.unfinished} for r in matrix]
     found = targets(records) if meta is not None else []
     lines = [f"# {title}", "", head, "", *notes, ""]
     if found:
-        lines += ["## Targets", "", "Rules (fixed before the run): " + (__doc__ or "").split("Targets, fixed", 1)[1]
-                  .split("\n", 1)[1].strip(), "",
+        lines += ["## Targets", "", "Rules, fixed" + (__doc__ or "").split("Targets, fixed", 1)[1].rstrip(), "",
                   *targets_table([(t["target"], t["rule"], t["measured"], t["met"]) for t in found], "undecided"),
                   ""]  # fmt: skip
     for traffic in dict.fromkeys(r.spec.traffic for r in matrix):

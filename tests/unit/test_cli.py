@@ -113,6 +113,10 @@ USAGE_ERRORS = [
     (("bench", "prompt-elastic", "--route", "both"), "--route must be 'pane' or 'app'"),
     (("bench", "prompt-elastic", "--route", "app", "--workload", "CM1S"), "--route app runs LR2S"),
     (("bench", "prompt-elastic", "--route", "app", "--row-work", "-1"), "greater than or equal to 0"),
+    (("bench", "composed", "--configs", "spark,fast"), "unknown ['fast']; valid: spark, lmstream, klink"),
+    (("bench", "composed", "--queries", "LR1S"), "at least two sliding-window workloads"),
+    (("bench", "composed", "--queries", "LR1S,LR1T"), "at least two sliding-window workloads"),
+    (("bench", "composed", "--queries", "LR1S,NOPE"), "valid choices"),
     (
         ("run", "--workload", "LR2S", "--workload", "LR2S", "--reduce", "split", "--elastic", "prompt"),
         "adaptstream.tune(elastic=...)",

@@ -32,7 +32,6 @@ RECORDED_WITHOUT_META = {
     "costmodel_repeat.json": "meta has git and a date only",
     "klink.json": "no argv, no dirty flag",
     "klink_n16_repeats/klink.json": "no argv, no dirty flag",
-    "lmstream/summary.json": "no meta, no targets",
     "lmstream_load.json": "start time as text, no finish time, no argv, no dirty flag",
     "lmstream_load_high/lmstream_load.json": "start time as text, no finish time, no argv, no dirty flag",
     "lmstream_load_long/cm1s_cm1t/lmstream_load.json": "stitched from six invocations; start time as text",

@@ -32,11 +32,12 @@ ALIASES = {"input": "path", "maxdatasetsperbatch": "maxfilespertrigger"}  # the 
 def _check_names(o: SourceOptions) -> None:
     """Resolve every policy name and parameter now, so a typo fails before Spark starts, listing the choices."""
     from adaptstream.config import parse_kv
-    from adaptstream.partitioning import make_config
 
     o.admission_policy()  # names, parameters and their ranges (the policy's own checks)
     params = parse_kv(o.partitioner_params, "option partitionerParams")
-    if o.partitioner != "time" or params:
+    if o.partitioner != "time" or params:  # the registry imports numba's kernels: 0.25 s a query start pays otherwise
+        from adaptstream.partitioning import make_config
+
         make_config(o.partitioner, **params)
 
 

@@ -87,14 +87,27 @@ def drain(spark, path: str, query: str, data: str, work: Path, extra: dict[str, 
     w = df.writeStream.format("noop").trigger(availableNow=True).option("checkpointLocation", str(work / "ck"))
     if query == "window":
         w = w.outputMode("append")
-    t0 = time.perf_counter()
+    t0, e0 = time.perf_counter(), time.time()
     q = w.start()
     q.awaitTermination()
     wall = time.perf_counter() - t0
     rows = sum(p["numInputRows"] for p in q.recentProgress)
     out = {"wall_s": wall, "rows": rows, "rows_per_s": rows / wall, "batches": len(q.recentProgress)}
+    out.update(_phases(q.recentProgress, e0))
     out.update(_source_cpu(work / "metrics" / "batches.jsonl"))
     return out
+
+
+def _phases(progress: list[dict], started: float) -> dict:
+    """Where a drain's wall time went: from ``start()`` to the first batch (the source's start-up: for a Python
+    data source, its process and imports) and the batches' own time (Spark's triggerExecution, summed)."""
+    from datetime import datetime
+
+    if not progress:
+        return {}
+    first = datetime.fromisoformat(progress[0]["timestamp"].replace("Z", "+00:00")).timestamp()
+    batch_s = sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000
+    return {"to_first_batch_s": first - started, "batch_s": batch_s}
 
 
 def _source_cpu(batches: Path) -> dict:

@@ -93,6 +93,23 @@ def _table(r: dict) -> list[str]:
     return lines
 
 
+def _phases(r: dict) -> list[str]:
+    """Start-up and batch time per path, for runs that recorded them (later than the 2026-12-06 recording)."""
+    if not any("batch_s" in x for q in QUERIES for p in PATHS for x in r["local"][q][p]):
+        return ["(This run did not record where the time went: `bench source` records start-up and batch time "
+                "per drain since 2026-12-06, after this run.)"]  # fmt: skip
+    lines = [
+        "| query | path | wall s (median) | start to first batch s | batches' own time s (Spark's triggerExecution) |",
+        "|---|---|---|---|---|",
+    ]
+    for q in QUERIES:
+        for p in PATHS:
+            runs = r["local"][q][p]
+            wall, first, own = (median(runs, k) for k in ("wall_s", "to_first_batch_s", "batch_s"))
+            lines.append(f"| {q} | {p} | {wall:.2f} | {first:.2f} | {own:.2f} |")
+    return lines
+
+
 def _cluster(r: dict) -> list[str]:
     c = r.get("cluster") or {}
     if not c:
@@ -182,6 +199,12 @@ def write_report(r: dict, target: Path) -> None:
         "",
         "Source CPU = CPU seconds of the long-lived Python process that runs the source (planning, accounting and,"
         " for `readOn=driver`, parsing), per row, from the first to the last batch.",
+        "",
+        "Where the time goes (shown, not judged): a drain's wall time is the query's start-up (from `start()` to its "
+        "first batch; for a Python data source Spark starts the source's Python process, which imports PySpark, "
+        "pyarrow and adaptstream) plus the batches' own time.",
+        "",
+        *_phases(r),
         "",
         "## Backlog of ten times the per-batch cap",
         "",

@@ -334,8 +334,8 @@ def windowed_aggregate(
     ck = os.path.abspath(checkpoint) if checkpoint else tempfile.mkdtemp(prefix="adaptstream-windowed-")
     temp_checkpoint = None if checkpoint else ck
     try:
-        return _start(df, config.spec(df.schema, name or "windowed"), sink, reduce, reduce_buckets, device, ck,
-                      trig, name, temp_checkpoint)  # fmt: skip
+        executor = _executor(df, config.spec(df.schema, name or "windowed"), sink, reduce, reduce_buckets, device, ck)
+        return _start(df, executor, ck, trig, name, temp_checkpoint)
     except BaseException:
         if temp_checkpoint:  # nothing ran on it: a refused argument or a failed start leaves no directory behind
             shutil.rmtree(temp_checkpoint, ignore_errors=True)
@@ -343,18 +343,8 @@ def windowed_aggregate(
 
 
 def _start(
-    df: DataFrame,
-    spec: PaneSpec,
-    sink: str | Callable[..., Any],
-    reduce: str,
-    reduce_buckets: int | None,
-    device: str,
-    ck: str,
-    trig: dict[str, Any] | None,
-    name: str | None,
-    temp_checkpoint: str | None,
+    df: DataFrame, executor: PaneExecutor, ck: str, trig: dict[str, Any], name: str | None, temp_checkpoint: str | None
 ) -> StreamingQuery:
-    executor = _executor(df, spec, sink, reduce, reduce_buckets, device, ck)
     writer = df.writeStream.foreachBatch(executor).option("checkpointLocation", ck)
     if name:
         writer = writer.queryName(name)

@@ -148,11 +148,11 @@ class Tuner:
         self._listener = TunerListener(self._on_progress, self._on_end)
         self.spark.streams.addListener(self._listener)
         self._note_executors()
-        if self.elasticity is not None and self.restored is not None:  # resume at the executors the plan had
-            n = self.elasticity.plan.executors
-            self.executor_control.scale_to(n)
-            log.info("adaptstream tuner: executors -> %d (the restored elasticity plan)", n)
         if self.elasticity is not None:
+            if self.restored is not None:  # resume at the executors the restored plan had
+                n = self.elasticity.plan.executors
+                self.executor_control.scale_to(n)
+                log.info("adaptstream tuner: executors -> %d (the restored elasticity plan)", n)
             self._watch = threading.Thread(target=self._watch_executors, name="adaptstream-executors", daemon=True)
             self._watch.start()
         return self

@@ -4,7 +4,8 @@ One application of N mixed windowed queries (Table III's sliding ones by default
 (its window slide: a batch is on target when the oldest row it holds waited at most one slide, LMStream's MaxLat),
 on the capped-worker cluster (``scripts/cluster.sh start K --cpu PCT --mem MB``, so executors add capacity). The
 same generated input (seeded) runs under each configuration, each a Spark application of its own, one after
-another in this invocation:
+another in this invocation, once per rate of ``--rate`` (a sweep: the target speaks of the rates where Spark as it
+is misses):
 
 * ``spark``: Spark as it is: every batch admitted at once (``asap``), FIFO between queries, Spark's dynamic
   allocation (shuffle tracking, 1..K executors);
@@ -42,6 +43,8 @@ CONFIGS: dict[str, tuple[str, str | None, str | None, bool]] = {
     "tuned": ("lmstream", "klink", "prompt", False),
 }
 DEFAULT_QUERIES = "LR1S,CM2S,LR2S,CM1S"
+RATE_HELP = "rows/s of generated input per query; every configuration runs once at each rate"
+TARGET_HELP = "the elasticity policy's batch-time target (tune's); slide: each query's own window slide"
 
 
 def config_text(name: str) -> str:
@@ -127,6 +130,20 @@ def query_record(r: Any) -> dict[str, Any]:
     }
 
 
+def parse_rates(text: str) -> list[int]:
+    """``--rate 250,500``: rows/s per query, each >= 1."""
+    from adaptstream.errors import ConfigError
+
+    try:
+        rates = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        rates = []
+    if not rates or min(rates) < 1:
+        msg = f"--rate must list whole numbers of rows/s >= 1, got {text!r}"
+        raise ConfigError(msg)
+    return rates
+
+
 def run_config(name: str, a: dict, work: Path) -> dict:
     """One configuration's application in a subprocess; its record, or the error it ended with."""
     d = work / name
@@ -149,12 +166,10 @@ def composed_command(
     update_docs: Annotated[bool, typer.Option("--update-docs", help="write the report in docs/results")] = False,
     configs: Annotated[str, typer.Option(help=f"comma-separated, of: {', '.join(CONFIGS)}")] = ",".join(CONFIGS),
     queries: Annotated[str, typer.Option(help="comma-separated workloads, run concurrently")] = DEFAULT_QUERIES,
-    rate: Annotated[int, typer.Option(min=1, help="rows/s of generated input per query")] = 3000,
+    rate: Annotated[str, typer.Option(metavar="R[,R...]", help=RATE_HELP)] = "250,500",
     duration: Annotated[float, typer.Option(min=5.0, help="seconds of input per query")] = 90.0,
     warmup: Annotated[float, typer.Option(min=0.0, help="seconds of first arrivals not counted")] = 15.0,
-    latency_target: Annotated[
-        float, typer.Option(min=0.1, help="the elasticity policy's batch-time target, seconds (tune's)")
-    ] = 5.0,
+    latency_target: Annotated[str, typer.Option(metavar="SECONDS|slide", help=TARGET_HELP)] = "slide",
     workers: Annotated[int, typer.Option(min=1, max=16, help="capped workers: the most executors")] = 4,
     cpu: Annotated[float, typer.Option(min=10.0, max=100.0, help="each worker's CPU quota, % of one core")] = 30.0,
     mem: Annotated[int, typer.Option(min=1024, help="each worker's memory limit, MB")] = 1024,
@@ -177,10 +192,14 @@ def composed_command(
     if len(qs) < 2 or any(not WORKLOADS.get(q).lmstream_slide for q in qs):
         msg = "--queries needs at least two sliding-window workloads (each query's target is its slide)"
         raise ConfigError(msg)
+    rates = parse_rates(rate)
+    from adaptstream.tuner import latency_target_value
+
+    latency_target_value(latency_target)
     target = report_dir("bench-composed", out, update_docs, report="composed.json")
     stop_on_sigterm()
     a: dict[str, Any] = {
-        "queries": qs, "rate": rate, "duration": duration, "warmup": warmup, "latency_target": latency_target,
+        "queries": qs, "rates": rates, "duration": duration, "warmup": warmup, "latency_target": latency_target,
         "workers": workers, "cpu_pct": cpu, "mem_mb": mem, "executor_memory": "512m", "seed": seed,
         "timeout": duration * 4 + 600,
     }  # fmt: skip
@@ -192,13 +211,14 @@ def composed_command(
     runs = []
     with LocalCluster(workers, work / "cluster", port, cpu=cpu, mem=mem) as url:
         meta["master"] = a["master"] = url
-        for name in names:
-            sample_load(meta)
-            t = time.time()
-            run = run_config(name, a, work)
-            runs.append(run)
-            state = run.get("error", "done")[:200]
-            typer.echo(f"  {name:9s} {time.time() - t:5.0f} s  {state}")
+        for r in rates:
+            for name in names:
+                sample_load(meta)
+                t = time.time()
+                run = {"rate": r, **run_config(name, {**a, "rate": r}, work / f"rate-{r}")}
+                runs.append(run)
+                state = run.get("error", "done")[:200]
+                typer.echo(f"  {r:6d} rows/s  {name:9s} {time.time() - t:5.0f} s  {state}")
     sample_load(meta)
     doc = write_report({"meta": finish_meta(meta), "runs": runs}, target)
     for t in doc["targets"]:

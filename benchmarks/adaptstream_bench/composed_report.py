@@ -82,19 +82,35 @@ def _max_live(intervals: list[dict]) -> int:
     return top
 
 
-def figures(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def rates(doc: dict[str, Any]) -> list[int]:
+    """The rates of the invocation (a report from before the sweep has one, ``rate``)."""
+    c = doc["meta"]["config"]
+    return list(c["rates"]) if "rates" in c else [int(c["rate"])]
+
+
+def figures(doc: dict[str, Any]) -> dict[int, dict[str, dict[str, Any]]]:
+    """rate -> configuration -> its figures."""
     warmup = float(doc["meta"]["config"]["warmup"])
-    return {run["config"]: run_figures(run, warmup) for run in doc["runs"]}
+    out: dict[int, dict[str, dict[str, Any]]] = {r: {} for r in rates(doc)}
+    for run in doc["runs"]:
+        out.setdefault(int(run.get("rate", rates(doc)[0])), {})[run["config"]] = run_figures(run, warmup)
+    return out
 
 
 def targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    f = figures(doc)
+    """One verdict per rate."""
     rule = (
         f"tuned keeps >= {TUNED_SHARE:.0%} of batches on target (MaxLat <= slide, all queries pooled) at <= "
         f"{EXECUTOR_RATIO}x the executor-seconds of Spark as it is, judged where Spark as it is keeps < "
         f"{SPARK_SHARE:.0%} (else undecided: the run did not reach the regime the target speaks of)"
     )
-    out = {"target": "the composed system against Spark as it is", "rule": rule, "threshold": TUNED_SHARE}
+    sweep = len(rates(doc)) > 1
+    return [_verdict(f, rule, rate if sweep else None) for rate, f in figures(doc).items()]
+
+
+def _verdict(f: dict[str, dict[str, Any]], rule: str, rate: int | None) -> dict[str, Any]:
+    name = "the composed system against Spark as it is" + (f" at {rate} rows/s per query" if rate else "")
+    out = {"target": name, "rule": rule, "threshold": TUNED_SHARE, "rate": rate}
     spark, tuned = f.get("spark"), f.get("tuned")
     if (
         not spark
@@ -103,7 +119,7 @@ def targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
         or "error" in tuned
         or None in (spark["on_target"], tuned["on_target"])
     ):
-        return [{**out, "value": None, "measured": "spark or tuned did not run to the end", "met": None}]
+        return {**out, "value": None, "measured": "spark or tuned did not run to the end", "met": None}
     ratio = tuned["executor_seconds"] / spark["executor_seconds"] if spark["executor_seconds"] else None
     measured = (
         f"tuned {tuned['on_target']:.1%} on target, Spark as it is {spark['on_target']:.1%}; executor-seconds "
@@ -114,7 +130,15 @@ def targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
         met = None
     else:
         met = tuned["on_target"] >= TUNED_SHARE and ratio is not None and ratio <= EXECUTOR_RATIO
-    return [{**out, "value": tuned["on_target"], "executor_ratio": ratio, "measured": measured, "met": met}]
+    return {**out, "value": tuned["on_target"], "executor_ratio": ratio, "measured": measured, "met": met}
+
+
+def _rows(f: dict[int, dict[str, dict[str, Any]]]) -> list[tuple[int, str, dict[str, Any]]]:
+    return [(rate, name, r) for rate, by_config in f.items() for name, r in by_config.items()]
+
+
+def _target_words(value: float | str) -> str:
+    return "each query's own window slide" if str(value).strip().lower() == "slide" else f"{float(value):g} s"
 
 
 def _fmt(x: float | None, spec: str, unit: str = "") -> str:
@@ -131,10 +155,11 @@ def markdown(doc: dict[str, Any]) -> str:
         f"Set-up: `scripts/cluster.sh start {c['workers']} --cpu {c['cpu_pct']:g} --mem {c['mem_mb']}` (each worker "
         f"and its executors in a cgroup with {c['cpu_pct']:g} % of one core, so executors add capacity); one Spark "
         f"application per configuration with {len(c['queries'])} concurrent queries ({', '.join(c['queries'])}), "
-        f"generated input at {c['rate']} rows/s per query for {c['duration']:g} s (seed {c['seed']} + query index), "
-        f"the first {c['warmup']:g} s of each query's arrivals not counted. One run per configuration (no repeats: "
-        "a verdict here is of this run only). The elasticity policy's batch-time target (`tune(latency_target=...)`): "
-        f"{c['latency_target']:g} s.",
+        f"generated input at {' and '.join(map(str, rates(doc)))} rows/s per query for {c['duration']:g} s (seed "
+        f"{c['seed']} + query index), "
+        f"the first {c['warmup']:g} s of each query's arrivals not counted. One run per configuration and rate (no "
+        "repeats: a verdict here is of this run only). The elasticity policy's batch-time target "
+        f"(`tune(latency_target=...)`): {_target_words(c['latency_target'])}.",
         "",
         "Configurations:",
         "",
@@ -150,25 +175,26 @@ def markdown(doc: dict[str, Any]) -> str:
         "",
         "## All queries pooled",
         "",
-        "| configuration | batches | on target | mean latency s | p99 latency s | executor-seconds | window s | "
-        "most executors | scale actions |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| rows/s per query | configuration | batches | on target | mean latency s | p99 latency s | "
+        "executor-seconds | window s | most executors | scale actions |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, r in f.items():
+    for rate, name, r in _rows(f):
         if "error" in r:
-            lines.append(f"| {name} | failed: {r['error'][:120]} | | | | | | | |")
+            lines.append(f"| {rate} | {name} | failed: {r['error'][:120]} | | | | | | | |")
             continue
         lines.append(
-            f"| {name} | {r['batches']} | {_fmt(r['on_target'], '.1%')} | {_fmt(r['mean_latency'], '.2f')} | "
+            f"| {rate} | {name} | {r['batches']} | {_fmt(r['on_target'], '.1%')} | {_fmt(r['mean_latency'], '.2f')} | "
             f"{_fmt(r['p99_latency'], '.2f')} | {r['executor_seconds']:.0f} | {r['window_s']:.0f} | "
             f"{r['max_executors']} | {r['scale_actions']} |"
         )
-    lines += ["", "## Per query", "", "| configuration | query | slide s | batches | on target | mean s | p99 s |",
-              "|---|---|---|---|---|---|---|"]  # fmt: skip
-    for name, r in f.items():
+    lines += ["", "## Per query", "",
+              "| rows/s per query | configuration | query | slide s | batches | on target | mean s | p99 s |",
+              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for rate, name, r in _rows(f):
         for q, x in r.get("per_query", {}).items():
             lines.append(
-                f"| {name} | {q} | {x['slide']:g} | {x['batches']} | {_fmt(x['on_target'], '.1%')} | "
+                f"| {rate} | {name} | {q} | {x['slide']:g} | {x['batches']} | {_fmt(x['on_target'], '.1%')} | "
                 f"{_fmt(x['mean_latency'], '.2f')} | {_fmt(x['p99_latency'], '.2f')} |"
             )
     lines += ["", f"![on target and executor-seconds]({NAME}.png)", ""]
@@ -181,16 +207,21 @@ def plot(doc: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    f = {n: r for n, r in figures(doc).items() if "error" not in r}
-    names = list(f)
+    f = figures(doc)
+    names = list(dict.fromkeys(n for by_config in f.values() for n in by_config))
+    width = 0.8 / max(1, len(f))
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
-    ax1.bar(names, [100 * (f[n]["on_target"] or 0) for n in names], color="tab:blue")
+    for k, (rate, by_config) in enumerate(f.items()):
+        xs = [i + k * width for i in range(len(names))]
+        ok = [by_config.get(n, {"error": "-"}) for n in names]
+        ax1.bar(xs, [0 if "error" in r else 100 * (r["on_target"] or 0) for r in ok], width, label=f"{rate} rows/s")
+        ax2.bar(xs, [0 if "error" in r else r["executor_seconds"] for r in ok], width, label=f"{rate} rows/s")
     ax1.axhline(100 * TUNED_SHARE, color="gray", linestyle="--", linewidth=1)
     ax1.set_ylabel("batches on target (%)")
-    ax2.bar(names, [f[n]["executor_seconds"] for n in names], color="tab:orange")
     ax2.set_ylabel("executor-seconds")
     for ax in (ax1, ax2):
-        ax.tick_params(axis="x", rotation=20)
+        ax.set_xticks([i + width * (len(f) - 1) / 2 for i in range(len(names))], names, rotation=20)
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -209,4 +240,5 @@ if __name__ == "__main__":
     import sys
 
     d = Path(sys.argv[1])
-    print(write_report(json.loads((d / f"{NAME}.json").read_text()), d))
+    write_report(json.loads((d / f"{NAME}.json").read_text()), d)
+    print(d / f"{NAME}.md")

@@ -37,6 +37,8 @@ log = logging.getLogger("adaptstream.tuner")
 STATE_FILE = "tuner-policies.json"
 DURATIONS_KEPT = 4096  # batch times per query kept for the p99 (bounded memory)
 EXECUTOR_POLL_S = 1.0  # how often the executor timeline is sampled while an elasticity policy runs
+SLIDE = "slide"  # latency_target: each query's own window slide (its sources' windowPeriod)
+NO_SLIDE_TARGET_S = 10.0  # the target of a query that registered no slide under latency_target="slide"
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,9 @@ class TunerConfig:
     elastic_params: str = ""
     admission: str | None = None
     admission_params: str = ""
-    latency_target: float = 10.0  # seconds a batch should take at most (the elasticity policy's batch interval)
+    #: seconds a batch should take at most (the elasticity policy's batch interval), or "slide": each query's own
+    #: window slide, so queries of different slides are judged each against its own
+    latency_target: float | str = 10.0
     state_path: str | None = None
     metrics_path: str | None = None
     port: int = 0  # 0: any free port
@@ -62,9 +66,7 @@ class TunerConfig:
         SCHEDULERS.build(self.scheduler, self.scheduler_params).build()
         if self.admission is not None or self.admission_params:
             ADMISSION.build(self.admission or "asap", self.admission_params).build()
-        if not self.latency_target > 0:
-            msg = f"latency_target must be > 0 seconds, got {self.latency_target}"
-            raise ConfigError(msg)
+        latency_target_value(self.latency_target)
         if self.elastic is not None:
             from adaptstream.spark.executors import check_elastic_master
 
@@ -86,6 +88,7 @@ class QueryRecord:
     durations: deque = field(default_factory=lambda: deque(maxlen=DURATIONS_KEPT))
     controller_names: set[str] = field(default_factory=set)
     state: str = "running"
+    target: float | None = None  # the latency target its batches were judged against (the latest)
 
     def summary(self, decisions: dict[str, int]) -> dict[str, Any]:
         import numpy as np
@@ -101,6 +104,7 @@ class QueryRecord:
             "batch_seconds_mean": float(d.mean()) if d.size else None,
             "batch_seconds_p99": float(np.percentile(d, 99)) if d.size else None,
             "within_target": self.within_target / self.batches if self.batches else None,
+            "latency_target": self.target,
             "sources": sorted(self.controller_names),
             "state": self.state,
         }
@@ -127,6 +131,7 @@ class Tuner:
         self._stop_watch = threading.Event()
         self._watch: threading.Thread | None = None
         self.restored: int | None = None  # the batch count saved with the restored state (None: a fresh start)
+        self.slides: dict[str, float] = {}  # source (controller name) -> the smallest window slide it registered
 
     # -- life cycle -----------------------------------------------------------------------------------------
     def start(self) -> Tuner:
@@ -257,6 +262,10 @@ class Tuner:
 
     # -- events ---------------------------------------------------------------------------------------------
     def _on_register(self, query: str, streams: dict) -> None:
+        periods = [float(v[0]) for v in streams.values() if float(v[0]) > 0]
+        if periods:
+            with self._lock:
+                self.slides[query] = min(periods)
         if streams or not self.controller.policy.gates or query in self.warned:
             return
         self.warned.add(query)
@@ -273,10 +282,11 @@ class Tuner:
             rec.batches += 1
             rec.rows += p.rows
             rec.durations.append(p.seconds)
-            rec.within_target += int(p.seconds <= self.config.latency_target)
             rec.controller_names.update(p.controller_names)
+            rec.target = target = self._target(rec)
+            rec.within_target += int(p.seconds <= target)
         if self.elasticity is not None and p.rows > 0:
-            self._scale(p)
+            self._scale(p, target)
         self._save()
 
     def _on_end(self, name: str, error: str | None) -> None:
@@ -288,12 +298,33 @@ class Tuner:
         if error:
             log.warning("adaptstream tuner: query %s failed; the other queries go on (%s)", name, rec.state)
 
-    def _scale(self, p: Any) -> None:
+    def _target(self, rec: QueryRecord) -> float:
+        """The query's latency target: the configured seconds, or under "slide" the smallest slide its sources
+        registered (a query without one: NO_SLIDE_TARGET_S, said once in the log). Called under the lock."""
+        target = latency_target_value(self.config.latency_target)
+        if target != SLIDE:
+            return float(target)
+        slides = [self.slides[n] for n in rec.controller_names if n in self.slides]
+        if slides:
+            return min(slides)
+        if "slide:" + rec.name not in self.warned:
+            self.warned.add("slide:" + rec.name)
+            log.warning(
+                "adaptstream tuner: query %s registered no window slide (source option windowPeriod); its batches "
+                "are judged against %g s",
+                rec.name,
+                NO_SLIDE_TARGET_S,
+            )
+        return NO_SLIDE_TARGET_S
+
+    def _scale(self, p: Any, target_s: float | None = None) -> None:
         from adaptstream.elasticity import BatchStats
 
+        if target_s is None:
+            target_s = float(latency_target_value(self.config.latency_target, default=NO_SLIDE_TARGET_S))
         target = self.elasticity.plan.executors
         span = self._span(p)
-        plan = self.elasticity.on_batch(BatchStats(p.seconds, self.config.latency_target, p.rows, 0, span))
+        plan = self.elasticity.on_batch(BatchStats(p.seconds, target_s, p.rows, 0, span))
         if plan.executors != target or plan.executors != len(self.executor_control.executors()):
             self.executor_control.scale_to(plan.executors)
             log.info("adaptstream tuner: executors -> %d (query %s, batch %.2f s)", plan.executors, p.query, p.seconds)
@@ -342,6 +373,27 @@ class Tuner:
             )
 
 
+def latency_target_value(value: float | str, default: float | None = None) -> float | str:
+    """A latency target as given to ``tune`` or ``submit --latency-target``: seconds > 0, or "slide" (then
+    ``default`` when one is given). Anything else is a ConfigError."""
+    if isinstance(value, str) and value.strip().lower() == SLIDE:
+        return SLIDE if default is None else default
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if not seconds > 0:
+        msg = f"latency_target must be > 0 seconds or 'slide' (each query's window slide), got {value!r}"
+        raise ConfigError(msg)
+    return seconds
+
+
+def target_text(value: float | str) -> str:
+    """The latency target in words, for summaries."""
+    target = latency_target_value(value)
+    return "each query's window slide" if target == SLIDE else f"{float(target):g} s"
+
+
 def _merge(per_query: dict[str, dict[str, int]], names: set[str]) -> dict[str, int]:
     out = {"grants": 0, "holds": 0, "unscheduled": 0}
     for n in names:
@@ -386,7 +438,7 @@ def tune(
     scheduler_params: str = "",
     elastic_params: str = "",
     admission_params: str = "",
-    latency_target: float = 10.0,
+    latency_target: float | str = 10.0,
     state_path: str | None = None,
     port: int = 0,
 ) -> Tuner:
@@ -399,7 +451,7 @@ def tune(
         elastic_params,
         admission,
         admission_params,
-        float(latency_target),
+        latency_target_value(latency_target),
         state_path,
         metrics_path,
         int(port),

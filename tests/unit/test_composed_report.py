@@ -71,3 +71,16 @@ def test_the_target_rule(tmp_path, spark_lat, tuned_lat, tuned_exec, met):
     md = (tmp_path / "composed.md").read_text()
     assert "| klink | failed: exit 1: boom" in md and (tmp_path / "composed.png").exists()
     assert json.loads((tmp_path / "composed.json").read_text())["targets"] == doc["targets"]
+
+
+def test_a_rate_sweep_is_judged_once_per_rate(tmp_path):
+    """--rate 250,500: every configuration once per rate; one verdict per rate (undecided where Spark as it is
+    keeps its batches on target, judged where it does not)."""
+    doc = _doc(6.0, 1.0)
+    low = _doc(1.0, 1.0)
+    doc["meta"]["config"] = {**{k: v for k, v in doc["meta"]["config"].items() if k != "rate"}, "rates": [250, 500]}
+    doc["runs"] = [{"rate": 250, **r} for r in low["runs"]] + [{"rate": 500, **r} for r in doc["runs"]]
+    out = write_report(doc, tmp_path)
+    assert [(t["rate"], t["met"]) for t in out["targets"]] == [(250, None), (500, True)]
+    md = (tmp_path / "composed.md").read_text()
+    assert "| 250 | spark |" in md and "| 500 | tuned |" in md and "250 and 500 rows/s per query" in md

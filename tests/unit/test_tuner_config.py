@@ -44,6 +44,7 @@ def test_the_tuned_source_carries_its_defaults_by_value_and_its_own_options_win(
         ({"elastic": "prompt", "elastic_params": "bogus=1"}, r"has no parameter\(s\) \['bogus'\]"),
         ({"admission": "lmstream", "admission_params": "history=1"}, "lmstream needs history >= 2"),
         ({"latency_target": 0.0}, "latency_target must be > 0"),
+        ({"latency_target": "fast"}, "latency_target must be > 0 seconds or 'slide'"),
         ({"port": 70000}, r"port must be in \[0, 65535\]"),
     ],
 )
@@ -129,3 +130,29 @@ def test_the_executor_timeline_is_sampled_between_batches_and_the_sampler_stops(
     watch.join(10)
     assert not watch.is_alive()
     assert [n for _, n in t.executors] == [1, 2]  # one entry per change
+
+
+def test_under_a_slide_target_each_query_is_judged_and_scaled_against_its_own_slide():
+    """Queries of 5-s and 10-s slides in one application: a 7-s batch is late for the first, on time for the
+    second, and Alg. 4 sees each batch against its own query's slide (one target for both scaled against the
+    slower query's normal batches)."""
+    from adaptstream.spark.listener import Progress
+    from adaptstream.tuner import NO_SLIDE_TARGET_S, Tuner, latency_target_value
+
+    assert latency_target_value(" Slide ") == "slide" and latency_target_value("2.5") == 2.5
+    seen: list = []
+    plan = SimpleNamespace(executors=1)
+    elasticity = SimpleNamespace(plan=plan, on_batch=lambda stats: seen.append(stats) or plan)
+    spark = SimpleNamespace(sparkContext=SimpleNamespace(master="local[2]"))
+    tuner = Tuner(spark, TunerConfig(elastic="prompt", latency_target="slide"))
+    tuner.elasticity = elasticity
+    tuner.executor_control = SimpleNamespace(executors=lambda: [None], scale_to=lambda n: None)
+    tuner._on_register("fast-src", {"main": (5.0, 1.0)})
+    tuner._on_register("slow-src", {"main": (10.0, 1.0), "side": (20.0, 0.0)})
+    for query, src in (("fast", "fast-src"), ("slow", "slow-src"), ("plain", "spark-csv")):
+        tuner._on_progress(Progress(query, "r", 1, 100, 7.0, "t", (src,)))
+    out = {n: r.summary({}) for n, r in tuner.queries.items()}
+    assert [out[n]["latency_target"] for n in ("fast", "slow", "plain")] == [5.0, 10.0, NO_SLIDE_TARGET_S]
+    assert [out[n]["within_target"] for n in ("fast", "slow", "plain")] == [0.0, 1.0, 1.0]
+    assert [s.batch_interval for s in seen] == [5.0, 10.0, NO_SLIDE_TARGET_S]
+    assert "slide:plain" in tuner.warned  # said once in the log: it registered no slide

@@ -116,8 +116,12 @@ def submit(
     ] = None,
     admission_params: Annotated[str, typer.Option(metavar="K=V;K=V", help="fields of the --admission")] = "",
     latency_target: Annotated[
-        float, typer.Option(min=0.001, metavar="SECONDS", help="how long a batch may take (elasticity, summary)")
-    ] = 10.0,
+        str,
+        typer.Option(
+            metavar="SECONDS|slide",
+            help="how long a batch may take (elasticity, summary); slide: each query's own window slide",
+        ),
+    ] = "10",
     metrics: Annotated[str | None, typer.Option(metavar="DIR", help="write DIR/tuner.json and DIR/spark.log")] = None,
     state: Annotated[
         str | None, typer.Option(metavar="DIR", help="save the scheduler's and elasticity's state here (restarts)")
@@ -129,6 +133,7 @@ def submit(
 
     from adaptstream.app.submit import submit as run_submit
     from adaptstream.app.submit import summary_rows
+    from adaptstream.tuner import target_text
 
     code, status = run_submit(
         script,
@@ -154,7 +159,7 @@ def submit(
         table.add_row(*row)
     console.print(table)
     console.print(
-        f"mean s, p99 s: batch processing time; on time: batches within {latency_target:g} s; decisions: the "
+        f"mean s, p99 s: batch processing time; on time: batches within {target_text(latency_target)}; decisions: the "
         f"scheduler's grants and holds. Executor-seconds {status['executor_seconds']:.1f}; exit status {code}",
         style="dim",
     )

@@ -44,7 +44,7 @@ CONFIGS: dict[str, tuple[str, str | None, str | None, bool]] = {
 }
 DEFAULT_QUERIES = "LR1S,CM2S,LR2S,CM1S"
 RATE_HELP = "rows/s of generated input per query; every configuration runs once at each rate"
-TARGET_HELP = "the elasticity policy's batch-time target (tune's); slide: each query's own window slide"
+TARGET_HELP = "the elasticity policy's batch-time target (tune's); auto: each query's own window slide"
 
 
 def config_text(name: str) -> str:
@@ -169,7 +169,7 @@ def composed_command(
     rate: Annotated[str, typer.Option(metavar="R[,R...]", help=RATE_HELP)] = "250,500",
     duration: Annotated[float, typer.Option(min=5.0, help="seconds of input per query")] = 90.0,
     warmup: Annotated[float, typer.Option(min=0.0, help="seconds of first arrivals not counted")] = 15.0,
-    latency_target: Annotated[str, typer.Option(metavar="SECONDS|slide", help=TARGET_HELP)] = "slide",
+    latency_target: Annotated[str, typer.Option(metavar="SECONDS|auto", help=TARGET_HELP)] = "auto",
     workers: Annotated[int, typer.Option(min=1, max=16, help="capped workers: the most executors")] = 4,
     cpu: Annotated[float, typer.Option(min=10.0, max=100.0, help="each worker's CPU quota, % of one core")] = 30.0,
     mem: Annotated[int, typer.Option(min=1024, help="each worker's memory limit, MB")] = 1024,

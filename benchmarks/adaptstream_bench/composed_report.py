@@ -138,7 +138,8 @@ def _rows(f: dict[int, dict[str, dict[str, Any]]]) -> list[tuple[int, str, dict[
 
 
 def _target_words(value: float | str) -> str:
-    return "each query's own window slide" if str(value).strip().lower() == "slide" else f"{float(value):g} s"
+    auto = str(value).strip().lower() in ("auto", "slide")  # "slide": what auto was called first
+    return "each query's own window slide (`auto`)" if auto else f"{float(value):g} s"
 
 
 def _fmt(x: float | None, spec: str, unit: str = "") -> str:

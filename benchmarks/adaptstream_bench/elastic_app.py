@@ -98,7 +98,7 @@ class ProgressLog:
 def app_batches(progress: list[dict], plans: list[list[Any]], trigger: float, a: dict) -> list[dict]:
     """The run's data batches in the report's shape: W = Spark's triggerExecution / batch interval, and the
     executors the policy planned after each batch (None for a run without the tuner's elasticity)."""
-    planned = {int(b): int(n) for _, b, n in plans}
+    planned = {int(p[1]): int(p[2]) for p in plans}  # [query, batch, executors, slot wait]
     out = []
     for r in sorted(progress, key=lambda r: r["batch"]):
         if r["rows"] <= 0:

@@ -37,8 +37,9 @@ log = logging.getLogger("adaptstream.tuner")
 STATE_FILE = "tuner-policies.json"
 DURATIONS_KEPT = 4096  # batch times per query kept for the p99 (bounded memory)
 EXECUTOR_POLL_S = 1.0  # how often the executor timeline is sampled while an elasticity policy runs
-SLIDE = "slide"  # latency_target: each query's own window slide (its sources' windowPeriod)
-NO_SLIDE_TARGET_S = 10.0  # the target of a query that registered no slide under latency_target="slide"
+AUTO = "auto"  # latency_target: per query, its sources' window slide, else its processing-time trigger interval
+AUTO_WORDS = ("auto", "slide")  # "slide": the name this had first (recorded in bench composed's JSON)
+DEFAULT_TARGET_S = 10.0  # under "auto", a query that gives neither a slide nor a trigger interval
 
 
 @dataclass(frozen=True)
@@ -51,12 +52,15 @@ class TunerConfig:
     elastic_params: str = ""
     admission: str | None = None
     admission_params: str = ""
-    #: seconds a batch should take at most (the elasticity policy's batch interval), or "slide": each query's own
-    #: window slide, so queries of different slides are judged each against its own
-    latency_target: float | str = 10.0
+    #: seconds a batch should take at most (the elasticity policy's batch interval) for every query, or "auto":
+    #: per query, its sources' window slide, else its processing-time trigger interval, else DEFAULT_TARGET_S
+    latency_target: float | str = AUTO
     state_path: str | None = None
     metrics_path: str | None = None
     port: int = 0  # 0: any free port
+    #: with a gating scheduler and an elasticity policy, decide both in one loop: the scheduler's slots follow
+    #: the executors planned, and the elasticity policy sees each batch's wait for a slot as part of its time
+    joint: bool = True
 
     def check(self, master: str) -> None:
         from adaptstream.admission import ADMISSION
@@ -132,6 +136,7 @@ class Tuner:
         self._watch: threading.Thread | None = None
         self.restored: int | None = None  # the batch count saved with the restored state (None: a fresh start)
         self.slides: dict[str, float] = {}  # source (controller name) -> the smallest window slide it registered
+        self.triggers: dict[str, float | None] = {}  # "query id/run id" -> its processing-time trigger interval
 
     # -- life cycle -----------------------------------------------------------------------------------------
     def start(self) -> Tuner:
@@ -158,6 +163,7 @@ class Tuner:
                 n = self.elasticity.plan.executors
                 self.executor_control.scale_to(n)
                 log.info("adaptstream tuner: executors -> %d (the restored elasticity plan)", n)
+            self._follow(self.elasticity.plan.executors)
             self._watch = threading.Thread(target=self._watch_executors, name="adaptstream-executors", daemon=True)
             self._watch.start()
         return self
@@ -251,6 +257,7 @@ class Tuner:
             "admission": self.config.admission,
             "config": asdict(self.config),
             "controller": self.controller.address if self.controller is not None else None,
+            "slots": self.controller.policy.slots if self.controller is not None else None,
             "closed": self.closed,
             "queries": queries,
             "registered": stats.get("registrations", {}),
@@ -277,13 +284,14 @@ class Tuner:
         )
 
     def _on_progress(self, p: Any) -> None:
+        trigger = self._trigger(p)  # asks Spark: outside the lock
         with self._lock:
             rec = self.queries.setdefault(p.query, QueryRecord(p.query))
             rec.batches += 1
             rec.rows += p.rows
             rec.durations.append(p.seconds)
             rec.controller_names.update(p.controller_names)
-            rec.target = target = self._target(rec)
+            rec.target = target = self._target(rec, trigger)
             rec.within_target += int(p.seconds <= target)
         if self.elasticity is not None and p.rows > 0:
             self._scale(p, target)
@@ -298,39 +306,83 @@ class Tuner:
         if error:
             log.warning("adaptstream tuner: query %s failed; the other queries go on (%s)", name, rec.state)
 
-    def _target(self, rec: QueryRecord) -> float:
-        """The query's latency target: the configured seconds, or under "slide" the smallest slide its sources
-        registered (a query without one: NO_SLIDE_TARGET_S, said once in the log). Called under the lock."""
+    def _target(self, rec: QueryRecord, trigger: float | None) -> float:
+        """The query's latency target: the configured seconds, or under "auto" the smallest slide its sources
+        registered, else its processing-time trigger interval, else DEFAULT_TARGET_S (said once in the log).
+        Called under the lock."""
         target = latency_target_value(self.config.latency_target)
-        if target != SLIDE:
+        if target != AUTO:
             return float(target)
         slides = [self.slides[n] for n in rec.controller_names if n in self.slides]
         if slides:
             return min(slides)
-        if "slide:" + rec.name not in self.warned:
-            self.warned.add("slide:" + rec.name)
+        if trigger:
+            return trigger
+        if "target:" + rec.name not in self.warned:
+            self.warned.add("target:" + rec.name)
             log.warning(
-                "adaptstream tuner: query %s registered no window slide (source option windowPeriod); its batches "
-                "are judged against %g s",
+                "adaptstream tuner: query %s has no window slide (adaptstream source option windowPeriod) and no "
+                "processing-time trigger; its batches are judged against %g s (tune(latency_target=...) sets one)",
                 rec.name,
-                NO_SLIDE_TARGET_S,
+                DEFAULT_TARGET_S,
             )
-        return NO_SLIDE_TARGET_S
+        return DEFAULT_TARGET_S
+
+    def _trigger(self, p: Any) -> float | None:
+        """The query's processing-time trigger interval in seconds (None: another trigger, or not found); asked
+        of Spark once per query run."""
+        if latency_target_value(self.config.latency_target) != AUTO or not p.query_id:
+            return None
+        key = f"{p.query_id}/{p.run_id}"
+        if key not in self.triggers:
+            self.triggers[key] = trigger_interval(self.spark, p.query_id)
+            while len(self.triggers) > DURATIONS_KEPT:  # bounded: forget the oldest run
+                self.triggers.pop(next(iter(self.triggers)))
+        return self.triggers[key]
 
     def _scale(self, p: Any, target_s: float | None = None) -> None:
         from adaptstream.elasticity import BatchStats
 
         if target_s is None:
-            target_s = float(latency_target_value(self.config.latency_target, default=NO_SLIDE_TARGET_S))
+            target_s = float(latency_target_value(self.config.latency_target, default=DEFAULT_TARGET_S))
         target = self.elasticity.plan.executors
         span = self._span(p)
-        plan = self.elasticity.on_batch(BatchStats(p.seconds, target_s, p.rows, 0, span))
+        wait = self._slot_wait(p)
+        plan = self.elasticity.on_batch(BatchStats(p.seconds + wait, target_s, p.rows, 0, span))
         if plan.executors != target or plan.executors != len(self.executor_control.executors()):
             self.executor_control.scale_to(plan.executors)
             log.info("adaptstream tuner: executors -> %d (query %s, batch %.2f s)", plan.executors, p.query, p.seconds)
+        self._follow(plan.executors)
         with self._lock:
-            self.plans.append([p.query, p.batch, int(plan.executors)])
+            self.plans.append([p.query, p.batch, int(plan.executors), round(wait, 3)])
         self._note_executors()
+
+    @property
+    def _joint(self) -> bool:
+        """Scheduling and scaling decided together (``joint``, with a gating scheduler and an elasticity policy)."""
+        return (
+            self.config.joint
+            and self.elasticity is not None
+            and self.controller is not None
+            and bool(self.controller.policy.gates)
+        )
+
+    def _slot_wait(self, p: Any) -> float:
+        """Seconds the query's latest batch waited for a free slot (every slot busy; a deliberate hold not
+        counted): time the executors would have saved, so the elasticity policy judges it with the batch."""
+        if not self._joint:
+            return 0.0
+        with self.controller.lock:
+            qs = self.controller.policy.queries
+            return max((qs[n].last_wait for n in p.controller_names if n in qs), default=0.0)
+
+    def _follow(self, executors: int) -> None:
+        """The scheduler's concurrent micro-batches follow the executors: one query's batch per executor."""
+        if self._joint:
+            with self.controller.lock:
+                if self.controller.policy.slots != max(1, int(executors)):
+                    self.controller.policy.set_slots(executors)
+                    self.controller.changed.notify_all()  # waiting polls re-ask now
 
     def _span(self, p: Any) -> float | None:
         """Seconds since the query's previous data batch started: the arrivals this batch holds (None for the
@@ -373,17 +425,17 @@ class Tuner:
             )
 
 
-def latency_target_value(value: float | str, default: float | None = None) -> float | str:
-    """A latency target as given to ``tune`` or ``submit --latency-target``: seconds > 0, or "slide" (then
+def latency_target_value(value: float | str | None, default: float | None = None) -> float | str:
+    """A latency target as given to ``tune`` or ``submit --latency-target``: seconds > 0, or "auto" / None (then
     ``default`` when one is given). Anything else is a ConfigError."""
-    if isinstance(value, str) and value.strip().lower() == SLIDE:
-        return SLIDE if default is None else default
+    if value is None or (isinstance(value, str) and value.strip().lower() in AUTO_WORDS):
+        return AUTO if default is None else default
     try:
         seconds = float(value)
     except (TypeError, ValueError):
         seconds = float("nan")
     if not seconds > 0:
-        msg = f"latency_target must be > 0 seconds or 'slide' (each query's window slide), got {value!r}"
+        msg = f"latency_target must be > 0 seconds or 'auto' (each query's slide or trigger interval), got {value!r}"
         raise ConfigError(msg)
     return seconds
 
@@ -391,7 +443,19 @@ def latency_target_value(value: float | str, default: float | None = None) -> fl
 def target_text(value: float | str) -> str:
     """The latency target in words, for summaries."""
     target = latency_target_value(value)
-    return "each query's window slide" if target == SLIDE else f"{float(target):g} s"
+    return "each query's slide or trigger interval" if target == AUTO else f"{float(target):g} s"
+
+
+def trigger_interval(spark: Any, query_id: str) -> float | None:
+    """A running query's processing-time trigger interval in seconds, read from Spark's query object (PySpark has
+    no public accessor); None for other triggers or when the query is gone."""
+    try:
+        query = spark.streams.get(query_id)
+        trigger = query._jsq.streamingQuery().trigger()
+        ms = float(trigger.intervalMs()) if trigger.getClass().getSimpleName() == "ProcessingTimeTrigger" else 0.0
+    except Exception:  # another trigger kind, the query stopped, or a Spark without this internal
+        return None
+    return ms / 1000.0 if ms > 0 else None
 
 
 def _merge(per_query: dict[str, dict[str, int]], names: set[str]) -> dict[str, int]:
@@ -438,9 +502,10 @@ def tune(
     scheduler_params: str = "",
     elastic_params: str = "",
     admission_params: str = "",
-    latency_target: float | str = 10.0,
+    latency_target: float | str | None = AUTO,
     state_path: str | None = None,
     port: int = 0,
+    joint: bool = True,
 ) -> Tuner:
     """Tune this SparkSession's streaming queries: one tuner per session (a second call with the same settings
     returns the running one, with other settings it is a ConfigError). Use as a context manager, or ``close()``."""
@@ -455,6 +520,7 @@ def tune(
         state_path,
         metrics_path,
         int(port),
+        bool(joint),
     )
     running = _TUNERS.get(id(spark))
     if running is not None and not running.closed:

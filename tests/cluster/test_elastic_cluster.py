@@ -127,8 +127,8 @@ def test_the_tuner_scales_executors_of_a_rate_query_out_and_in_without_losing_ro
     assert max(counts) >= 2 and counts[-1] < max(counts) and top < len(counts) - 1, counts  # out, then in
     assert report["elasticity_log"], "the policy logged no decision"
     plans = report["plans"]  # the executors planned after each judged batch, in batch order
-    assert plans and all(q == "ticks" and 1 <= n <= 3 for q, _, n in plans), plans
-    assert [b for _, b, _ in plans] == sorted(b for _, b, _ in plans) and max(n for *_, n in plans) >= 2
+    assert plans and all(q == "ticks" and 1 <= n <= 3 and w == 0 for q, _, n, w in plans), plans  # no scheduler
+    assert [p[1] for p in plans] == sorted(p[1] for p in plans) and max(p[2] for p in plans) >= 2
     q = report["queries"]["ticks"]
     count, distinct, lo, hi = map(int, written)
     assert count == distinct == q["rows"] > 0  # every row of every completed batch, written once

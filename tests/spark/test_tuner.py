@@ -332,3 +332,35 @@ def test_a_taken_controller_port_falls_back_to_a_free_one(spark, caplog):
             assert tuner.controller.port not in (0, port)
             assert tuner.status()["controller"] == f"127.0.0.1:{tuner.controller.port}"
     assert any(f"port {port} is not free" in r.getMessage() for r in caplog.records)
+
+
+def test_each_query_gets_its_own_latency_target_slide_then_trigger_then_default(spark, tmp_path):
+    """Under the default ``latency_target="auto"``: an adaptstream source with windowPeriod 4 s is judged against
+    4 s, Spark's own file source on a 3-s processing-time trigger against 3 s (read from Spark's query), and one
+    with neither against the 10-s default."""
+    from adaptstream.tuner import DEFAULT_TARGET_S
+
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.csv").write_text("k1,1\nk2,2\n")
+    with adaptstream.tune(spark, scheduler="rr") as tuner:
+        windowed = (
+            spark.readStream.format("adaptstream").schema("k STRING, v INT").option("path", str(src))
+            .option("fileStableSeconds", "0").option("windowPeriod", "4 seconds").load()
+            .writeStream.queryName("windowed").format("noop").start()
+        )  # fmt: skip
+        timed = (
+            spark.readStream.schema("k STRING, v INT").csv(str(src))
+            .writeStream.queryName("timed").trigger(processingTime="3 seconds").format("noop").start()
+        )  # fmt: skip
+        plain = spark.readStream.schema("k STRING, v INT").csv(str(src)).writeStream.queryName("plain")
+        plain = plain.format("noop").start()
+        try:
+            for q in (windowed, timed, plain):
+                q.processAllAvailable()
+        finally:
+            for q in (windowed, timed, plain):
+                q.stop()
+        queries = tuner.status()["queries"]
+    targets = {n: queries[n]["latency_target"] for n in ("windowed", "timed", "plain")}
+    assert targets == {"windowed": 4.0, "timed": 3.0, "plain": DEFAULT_TARGET_S}

@@ -118,8 +118,8 @@ USAGE_ERRORS = [
     (("bench", "composed", "--queries", "LR1S,LR1T"), "at least two sliding-window workloads"),
     (("bench", "composed", "--queries", "LR1S,NOPE"), "valid choices"),
     (("bench", "composed", "--rate", "250,0"), "--rate must list whole numbers of rows/s >= 1, got '250,0'"),
-    (("bench", "composed", "--latency-target", "soon"), "latency_target must be > 0 seconds or 'slide'"),
-    (("submit", __file__, "--latency-target", "-1"), "latency_target must be > 0 seconds or 'slide'"),
+    (("bench", "composed", "--latency-target", "soon"), "latency_target must be > 0 seconds or 'auto'"),
+    (("submit", __file__, "--latency-target", "-1"), "latency_target must be > 0 seconds or 'auto'"),
     (
         ("run", "--workload", "LR2S", "--workload", "LR2S", "--reduce", "split", "--elastic", "prompt"),
         "adaptstream.tune(elastic=...)",

@@ -116,6 +116,30 @@ def test_gating_grants_at_most_slots_batches_and_frees_on_completion():
     assert pol.poll("b", 1.01, True, 10, -1.0) is True
 
 
+def test_the_wait_for_a_busy_slot_is_measured_and_more_slots_grant_more_at_once():
+    """The tuner's joint loop reads ``last_wait`` (capacity) and sets ``slots`` from the executors."""
+    pol = build_scheduler("fcfs", slots=1)
+    assert pol.poll("a", 0.0, True, 10, -5.0) is True and pol.queries["a"].last_wait == 0.0
+    assert pol.poll("b", 1.0, True, 10, -1.0) is False  # the one slot is a's: b waits from here
+    assert pol.poll("b", 2.0, True, 10, -1.0) is False
+    pol.complete("a", 3.0, 1, 10, 3.0)
+    assert pol.poll("b", 3.5, True, 10, -1.0) is True and pol.queries["b"].last_wait == pytest.approx(2.5)
+    pol.complete("b", 4.0, 1, 10, 0.5)
+    pol.set_slots(2)
+    assert _ready(pol, 5.0, "a") == ["a"]
+    assert _ready(pol, 5.2, "b") == ["b"]  # a still runs: two at once now (one slot refused it before)
+    restored = build_scheduler("fcfs", slots=1)
+    restored.load_state_dict(json.loads(json.dumps(pol.state_dict())))
+    assert restored.slots == 2 and restored.state_dict() == pol.state_dict()
+
+
+def test_a_deliberate_hold_with_a_free_slot_is_not_a_wait_for_capacity():
+    pol, t = _held_setup(hold=1.0)
+    assert _ready(pol, t, "far", "near") == []
+    assert _ready(pol, t + 0.13, "far", "near") == ["near"]
+    assert pol.held == {"far"} and pol.queries["far"].blocked_since is None
+
+
 def test_default_and_fair_never_gate():
     for name in ("default", "fair"):
         pol = build_scheduler(name)

@@ -44,7 +44,7 @@ def test_the_tuned_source_carries_its_defaults_by_value_and_its_own_options_win(
         ({"elastic": "prompt", "elastic_params": "bogus=1"}, r"has no parameter\(s\) \['bogus'\]"),
         ({"admission": "lmstream", "admission_params": "history=1"}, "lmstream needs history >= 2"),
         ({"latency_target": 0.0}, "latency_target must be > 0"),
-        ({"latency_target": "fast"}, "latency_target must be > 0 seconds or 'slide'"),
+        ({"latency_target": "fast"}, "latency_target must be > 0 seconds or 'auto'"),
         ({"port": 70000}, r"port must be in \[0, 65535\]"),
     ],
 )
@@ -132,27 +132,73 @@ def test_the_executor_timeline_is_sampled_between_batches_and_the_sampler_stops(
     assert [n for _, n in t.executors] == [1, 2]  # one entry per change
 
 
-def test_under_a_slide_target_each_query_is_judged_and_scaled_against_its_own_slide():
-    """Queries of 5-s and 10-s slides in one application: a 7-s batch is late for the first, on time for the
-    second, and Alg. 4 sees each batch against its own query's slide (one target for both scaled against the
-    slower query's normal batches)."""
+def test_under_the_auto_target_each_query_is_judged_and_scaled_against_its_slide_or_trigger(monkeypatch):
+    """Queries of 5-s and 10-s slides, one on a 3-s processing-time trigger and one with neither, in one
+    application: a 7-s batch is late for the first and third, on time for the others, and Alg. 4 sees each batch
+    against its own query's target (one target for all scaled against the slower queries' normal batches)."""
+    from adaptstream import tuner as tuner_mod
     from adaptstream.spark.listener import Progress
-    from adaptstream.tuner import NO_SLIDE_TARGET_S, Tuner, latency_target_value
+    from adaptstream.tuner import DEFAULT_TARGET_S, Tuner, latency_target_value
 
-    assert latency_target_value(" Slide ") == "slide" and latency_target_value("2.5") == 2.5
+    assert latency_target_value(" Auto ") == latency_target_value(None) == "auto"
+    assert latency_target_value("2.5") == 2.5 and latency_target_value("auto", default=4.0) == 4.0
+    asked: list[str] = []
+    monkeypatch.setattr(tuner_mod, "trigger_interval", lambda spark, qid: asked.append(qid) or {"t": 3.0}.get(qid))
     seen: list = []
     plan = SimpleNamespace(executors=1)
     elasticity = SimpleNamespace(plan=plan, on_batch=lambda stats: seen.append(stats) or plan)
     spark = SimpleNamespace(sparkContext=SimpleNamespace(master="local[2]"))
-    tuner = Tuner(spark, TunerConfig(elastic="prompt", latency_target="slide"))
+    tuner = Tuner(spark, TunerConfig(elastic="prompt"))  # "auto" is the default
     tuner.elasticity = elasticity
     tuner.executor_control = SimpleNamespace(executors=lambda: [None], scale_to=lambda n: None)
     tuner._on_register("fast-src", {"main": (5.0, 1.0)})
     tuner._on_register("slow-src", {"main": (10.0, 1.0), "side": (20.0, 0.0)})
-    for query, src in (("fast", "fast-src"), ("slow", "slow-src"), ("plain", "spark-csv")):
-        tuner._on_progress(Progress(query, "r", 1, 100, 7.0, "t", (src,)))
+    names = ("fast", "slow", "timed", "plain")
+    for _ in range(2):
+        for query, src, qid in zip(names, ("fast-src", "slow-src", "csv", "csv"), ("f", "s", "t", "p"), strict=True):
+            tuner._on_progress(Progress(query, "r", 1, 100, 7.0, "t", (src,), qid))
     out = {n: r.summary({}) for n, r in tuner.queries.items()}
-    assert [out[n]["latency_target"] for n in ("fast", "slow", "plain")] == [5.0, 10.0, NO_SLIDE_TARGET_S]
-    assert [out[n]["within_target"] for n in ("fast", "slow", "plain")] == [0.0, 1.0, 1.0]
-    assert [s.batch_interval for s in seen] == [5.0, 10.0, NO_SLIDE_TARGET_S]
-    assert "slide:plain" in tuner.warned  # said once in the log: it registered no slide
+    assert [out[n]["latency_target"] for n in names] == [5.0, 10.0, 3.0, DEFAULT_TARGET_S]
+    assert [out[n]["within_target"] for n in names] == [0.0, 1.0, 0.0, 1.0]
+    assert [s.batch_interval for s in seen[:4]] == [5.0, 10.0, 3.0, DEFAULT_TARGET_S]
+    assert sorted(asked) == ["f", "p", "s", "t"]  # Spark asked once per query run, not per batch
+    assert "target:plain" in tuner.warned  # said once in the log: it gave neither
+
+
+def test_a_fixed_latency_target_applies_to_every_query():
+    from adaptstream.spark.listener import Progress
+    from adaptstream.tuner import Tuner
+
+    tuner = Tuner(SimpleNamespace(sparkContext=SimpleNamespace(master="local[2]")), TunerConfig(latency_target=2.0))
+    tuner._on_register("fast-src", {"main": (5.0, 1.0)})
+    tuner._on_progress(Progress("fast", "r", 1, 100, 3.0, "t", ("fast-src",), "f"))
+    out = tuner.queries["fast"].summary({})
+    assert (out["latency_target"], out["within_target"]) == (2.0, 0.0)
+
+
+def test_the_joint_loop_counts_the_slot_wait_and_slots_follow_the_executors():
+    """Klink with one slot and four queries: batches that are short but waited for the slot are late for Alg. 4,
+    which scales out, and the scheduler then grants as many concurrent batches as executors were planned."""
+    import threading
+
+    from adaptstream.elasticity import ELASTICITY
+    from adaptstream.scheduling import build_scheduler
+    from adaptstream.spark.listener import Progress
+    from adaptstream.tuner import Tuner
+
+    policy = build_scheduler("fcfs", slots=1)
+    policy.register("src-b")
+    policy.queries["src-b"].last_wait = 2.5  # it waited 2.5 s for the one slot before its latest grant
+    lock = threading.Lock()
+    controller = SimpleNamespace(policy=policy, lock=lock, changed=threading.Condition(lock))
+    params = "initial_map_tasks=1;initial_reduce_buckets=1;min_tasks=1;max_executors=4;d=1;grace=0"
+    for joint, planned, slots in ((True, 2, 2), (False, 1, 1)):
+        policy.set_slots(1)
+        t = Tuner(SimpleNamespace(sparkContext=SimpleNamespace(master="local[2]")),
+                  TunerConfig(scheduler="fcfs", elastic="prompt", latency_target=2.0, joint=joint))  # fmt: skip
+        t.controller = controller
+        t.elasticity = ELASTICITY.build("prompt", params).build()
+        t.executor_control = SimpleNamespace(executors=lambda: [], scale_to=lambda n: None)
+        t._scale(Progress("b", "r", 4, 1000, 1.0, "t", ("src-b",), "qb"), 2.0)  # 1 s batch + 2.5 s wait: late
+        (plan,) = t.plans
+        assert (plan[2], plan[3], policy.slots) == (planned, 2.5 if joint else 0.0, slots), joint

@@ -118,14 +118,18 @@ def submit(
     latency_target: Annotated[
         str,
         typer.Option(
-            metavar="SECONDS|slide",
-            help="how long a batch may take (elasticity, summary); slide: each query's own window slide",
+            metavar="SECONDS|auto",
+            help="how long a batch may take (elasticity, summary); auto: each query's window slide, else its "
+            "processing-time trigger interval, else 10 s",
         ),
-    ] = "10",
+    ] = "auto",
     metrics: Annotated[str | None, typer.Option(metavar="DIR", help="write DIR/tuner.json and DIR/spark.log")] = None,
     state: Annotated[
         str | None, typer.Option(metavar="DIR", help="save the scheduler's and elasticity's state here (restarts)")
     ] = None,
+    joint: Annotated[
+        bool, typer.Option(help="with --scheduler and --elastic: slots follow executors, slot waits count as late")
+    ] = True,
 ) -> None:
     """Run a PySpark application under the tuner; arguments the tuner does not know go to the script (put them
     after -- when they look like the tuner's). Exits with the script's own status."""
@@ -148,6 +152,7 @@ def submit(
         admission_params=admission_params,
         latency_target=latency_target,
         state_path=state,
+        joint=joint,
     )
     table = Table(
         title=f"{os.path.basename(script)} under scheduler {scheduler}" + (f", elastic {elastic}" if elastic else "")

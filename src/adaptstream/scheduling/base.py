@@ -77,6 +77,8 @@ class QueryState:
     ready_at: float | None = None  # last poll that wanted a batch
     running_since: float | None = None
     granted_at: float | None = None  # last grant (round robin, fcfs tie-breaks)
+    blocked_since: float | None = None  # first refusal with every slot busy since the last grant
+    last_wait: float = 0.0  # seconds the latest grant came after that refusal: waiting for capacity, not held
     per_row: float = 0.0  # seconds of processing per row (EWMA)
     selectivity: float = DEFAULT_SELECTIVITY  # output rows per input row, measured once the sink reports
     out_pending: int = 0  # rows the sink wrote since the last completed batch
@@ -134,6 +136,8 @@ class QueryState:
             "ready_at": self.ready_at,
             "running_since": self.running_since,
             "granted_at": self.granted_at,
+            "blocked_since": self.blocked_since,
+            "last_wait": self.last_wait,
             "per_row": self.per_row,
             "selectivity": self.selectivity,
             "out_pending": self.out_pending,
@@ -164,6 +168,7 @@ class SchedulerPolicy(Policy):
         self.holds = 0  # order evaluations that held a ready query back (klink's ``hold``)
         self.memory_decisions = 0  # order evaluations made in memory mode (klink)
         self.bursts = 0  # grants made beyond ``slots`` (``burst``)
+        self.slots = config.slots  # concurrent micro-batches now: the config's, or what set_slots made it
 
     # -- events --------------------------------------------------------------------------------------------
     def register(
@@ -255,7 +260,7 @@ class SchedulerPolicy(Policy):
             q.running_since = None
             self._order_at = None
         if not want:
-            q.ready_at = None
+            q.ready_at, q.blocked_since = None, None
             return False
         q.ready_at = now
         if not self.gates:
@@ -265,16 +270,34 @@ class SchedulerPolicy(Policy):
             if other.running_since is not None and now - other.running_since > self.config.lease:
                 other.running_since = None
         running = sum(1 for o in self.queries.values() if o.running_since is not None)
-        if running >= self.config.slots + self.config.burst:
-            return False
+        if running >= self.slots + self.config.burst:
+            return self._blocked(q, now)
         if self._order_at is None or now - self._order_at >= self.config.cycle:
             self._reorder(now)
         if query not in self._chosen(now, running):
+            if query in self._order:  # queued behind others for a slot
+                return self._blocked(q, now)
+            q.blocked_since = None  # held on purpose (klink's hold): not a wait for capacity
             return False
-        self.bursts += int(running >= self.config.slots)
+        self.bursts += int(running >= self.slots)
         q.running_since = now
         q.granted_at = now
+        q.last_wait = now - q.blocked_since if q.blocked_since is not None else 0.0
+        q.blocked_since = None
         return True
+
+    @staticmethod
+    def _blocked(q: QueryState, now: float) -> bool:
+        """A refusal because every slot is busy: the query waits for capacity (a hold with a free slot does not
+        count; the tuner's elasticity policy sees this wait, docs/tuning.md)."""
+        if q.blocked_since is None:
+            q.blocked_since = now
+        return False
+
+    def set_slots(self, slots: int) -> None:
+        """Concurrent micro-batches from now on (the tuner makes them follow the executors)."""
+        self.slots = max(1, int(slots))
+        self._order_at = None
 
     def _chosen(self, now: float, running: int) -> list[str]:
         """The ready queries that may start a batch now: the first free ``slots`` in order, or, with every slot
@@ -287,10 +310,10 @@ class SchedulerPolicy(Policy):
         queries and only while they queue, so an unloaded slot runs as before."""
         c = self.config
         ready = [n for n in self._order if self._is_ready(self.queries.get(n), now)]
-        if running < c.slots:
-            return ready[: c.slots - running]
+        if running < self.slots:
+            return ready[: self.slots - running]
         due = [n for n in ready if self.queries[n].due]
-        return due[: c.slots + c.burst - running] if len(due) >= c.burst_queue else []
+        return due[: self.slots + c.burst - running] if len(due) >= c.burst_queue else []
 
     @property
     def memory_mode(self) -> bool:
@@ -345,6 +368,7 @@ class SchedulerPolicy(Policy):
             "decisions": self.decisions,
             "memory_decisions": self.memory_decisions,
             "bursts": self.bursts,
+            "slots": self.slots,
             **self._extra_state(),
         }
 
@@ -375,11 +399,13 @@ class SchedulerPolicy(Policy):
             ):
                 setattr(q, k, s[k])
             q.recent = [(int(r), float(t)) for r, t in s.get("recent", ())]
+            q.blocked_since, q.last_wait = s.get("blocked_since"), float(s.get("last_wait", 0.0))
             self.queries[name] = q
         self._order, self._order_at = list(state["order"]), state["order_at"]
         self.decisions = int(state["decisions"])  # mem_used is not state: the sampler measures it afresh
         self.memory_decisions = int(state.get("memory_decisions", 0))
         self.bursts = int(state.get("bursts", 0))
+        self.slots = int(state.get("slots", c.slots))
         self._load_extra(state)
 
     def _extra_state(self) -> dict[str, Any]:

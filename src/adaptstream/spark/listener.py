@@ -32,6 +32,7 @@ class Progress:
     seconds: float  # Spark's triggerExecution: the batch's processing time
     timestamp: str
     controller_names: tuple[str, ...]  # the names its adaptstream sources are scheduled under (offset field ctl)
+    query_id: str = ""  # Spark's query id (spark.streams.get takes it)
 
 
 def _ctl(offset: object) -> str | None:
@@ -53,6 +54,7 @@ def progress_of(p) -> Progress:
         seconds=float(durations.get("triggerExecution", 0)) / 1000.0,
         timestamp=str(p.timestamp),
         controller_names=names,
+        query_id=str(p.id),
     )
 
 

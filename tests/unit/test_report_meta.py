@@ -34,12 +34,6 @@ RECORDED_WITHOUT_META = {
     "klink_n16_repeats/klink.json": "no argv, no dirty flag",
     "lmstream_load.json": "start time as text, no finish time, no argv, no dirty flag",
     "lmstream_load_high/lmstream_load.json": "start time as text, no finish time, no argv, no dirty flag",
-    "lmstream_load_long/cm1s_cm1t/lmstream_load.json": "stitched from six invocations; start time as text",
-    "lmstream_load_long/cm2s_random/lmstream_load.json": "stitched from six invocations; start time as text",
-    "lmstream_load_long/lr1s/lmstream_load.json": "stitched from six invocations; start time as text",
-    "lmstream_load_long/lr1s_random_8000/lmstream_load.json": "stitched from six invocations; start time as text",
-    "lmstream_load_long/lr1t_lr2s/lmstream_load.json": "stitched from six invocations; start time as text",
-    "lmstream_load_long/lr2s_asap_64000/lmstream_load.json": "stitched from six invocations; start time as text",
     "mapdevice.json": "no argv, no dirty flag, no targets",
 }
 

@@ -175,3 +175,31 @@ def test_kill_9_of_a_tuned_application_resumes_its_elasticity_plan(spark, cluste
     got = sorted(tuple(x) for x in spark.read.parquet(str(out)).select("k", "v").collect())
     want = sorted(tuple(x) for x in spark.read.schema("k STRING, v INT").csv(str(src)).collect())
     assert got == want and len(got) == 120
+
+
+def test_cli_runs_several_workloads_under_one_tuner_that_schedules_and_scales(cluster3, tmp_path):
+    """``adaptstream run --workload LR1S --workload CM2S --scheduler klink --elastic prompt --master URL``: the
+    application's tuner schedules both queries and scales the executors in one loop (every batch late against a
+    0.05 s target, so Alg. 4 with d=1 scales out); every generated row is processed once."""
+    from adaptstream.metrics.summary import load_datasets
+
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           "SPARK_LOCAL_IP": "127.0.0.1"}  # fmt: skip
+    params = "initial_map_tasks=1;initial_reduce_buckets=1;min_tasks=1;max_executors=3;d=1;grace=0"
+    args = [
+        *("run", "--workload", "LR1S", "--workload", "CM2S", "--scheduler", "klink", "--elastic", "prompt"),
+        *("--elastic-params", params, "--master", cluster3, "--rate", "200", "--duration", "12"),
+        *("--run-dir", str(run_dir)),
+    ]
+    res = subprocess.run([sys.executable, "-m", "adaptstream.cli", *args], env=env, capture_output=True, text=True,
+                         timeout=600, check=False, cwd=tmp_path)  # fmt: skip
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "elasticity prompt: executors" in " ".join(res.stdout.split()), res.stdout[-2000:]
+    report = json.loads((run_dir / "tuner" / "tuner.json").read_text())
+    assert (report["scheduler"], report["elastic"]) == ("klink", "prompt")
+    assert len(report["queries"]) == 2 and all(q["decisions"] > 0 for q in report["queries"].values()), report
+    assert report["plans"] and max(p[2] for p in report["plans"]) >= 2, report["plans"]  # scaled out
+    assert report["slots"] >= 2  # the scheduler's slots followed the executors
+    for name in ("LR1S", "CM2S"):
+        assert load_datasets(str(run_dir / name / "metrics"))["rows"].sum() == 200 * 12, name

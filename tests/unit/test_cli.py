@@ -121,8 +121,8 @@ USAGE_ERRORS = [
     (("bench", "composed", "--latency-target", "soon"), "latency_target must be > 0 seconds or 'auto'"),
     (("submit", __file__, "--latency-target", "-1"), "latency_target must be > 0 seconds or 'auto'"),
     (
-        ("run", "--workload", "LR2S", "--workload", "LR2S", "--reduce", "split", "--elastic", "prompt"),
-        "adaptstream.tune(elastic=...)",
+        ("run", "--workload", "LR2S", "--workload", "CM1S", "--reduce", "split", "--elastic", "prompt"),
+        "needs a cluster manager",  # several workloads: the application's tuner, refused on local[2] before Spark
     ),
     (("run", "--admission-params", "histroy=8"), "has no parameter(s) ['histroy']; valid: ['estimator', 'guard',"),
     (("run", "--admission-params", "history=1"), "lmstream needs history >= 2"),

@@ -133,3 +133,12 @@ def test_the_option_table_is_generated_from_every_option_field():
     assert all(r[4] for r in rows), [r[0] for r in rows if not r[4]]  # every option says what it means
     assert {r[0] for r in option_table("redis")} >= {"redisTimeout", "trim", "path"}
     assert "fileStableSeconds" not in {r[0] for r in option_table("redis")}
+
+
+def test_the_window_period_defaults_to_a_given_slide(tmp_path):
+    """One window slide for LMStream and the scheduler: ``slide`` given alone is the scheduler's window period too;
+    ``windowPeriod`` given wins; neither leaves the query without a deadline for the scheduler."""
+    path = str(tmp_path)
+    assert SourceOptions.parse({"path": path, "slide": "5 seconds"}).window_period == 5.0
+    assert SourceOptions.parse({"path": path, "slide": "5 seconds", "windowPeriod": "10 seconds"}).window_period == 10
+    assert SourceOptions.parse({"path": path}).window_period == 0.0

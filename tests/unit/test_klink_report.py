@@ -227,3 +227,41 @@ def test_report_compares_klink_with_the_best_baseline_at_every_n(tmp_path):
     text = write_report(res, tmp_path).read_text()
     assert "- N=2: mean 1.50x fcfs's, p99 1.50x rr's" in text
     assert "- N=4 (the targets): mean 0.56x fair's, p99 0.67x fair's" in text
+
+
+def _cell(policy: str, n: int, means: list[float], late: float = 0.0) -> dict:
+    """A pooled cell: each repeat's mean and p99 (1.5x its mean); windows of YSB (10-s slide), ``late`` of them
+    written after 12 s (past the slide)."""
+    run = _run(policy, n, sum(means) / len(means), 1.5 * max(means))
+    lats = [12.0 if i < round(100 * late) else 3.0 for i in range(100)]
+    run.update(workload_latencies={"YSB": lats}, repeats=[{"mean_s": m, "p99_s": 1.5 * m, "windows": 8} for m in means])
+    return run
+
+
+@pytest.mark.parametrize(
+    ("klink_means", "fcfs_means", "met"),
+    [
+        ([4.0, 4.2, 4.4], [6.0, 6.5, 7.0], True),  # 0.4x default's, 0.65x fcfs's, repeats apart
+        ([4.0, 4.2, 6.2], [6.0, 6.5, 7.0], None),  # medians pass, but a klink run sits inside fcfs's spread
+        ([6.0, 6.2, 6.4], [6.0, 6.5, 7.0], False),  # 0.95x fcfs's: above 0.9x
+        ([4.0], [6.0, 6.5, 7.0], None),  # one klink run: its spread is unknown
+    ],
+)
+def test_the_scale_rule_is_judged_where_default_misses_deadlines(klink_means, fcfs_means, met):
+    from adaptstream_bench.klink_report import scale_targets
+
+    cells = [
+        _cell("default", 8, [3.0, 3.1, 3.2], late=0.02),  # 2 % of deadlines missed: not judged at N=8
+        _cell("klink", 8, [9.0, 9.0, 9.0]),
+        _cell("default", 32, [10.0, 11.0, 12.0], late=0.6),
+        _cell("klink", 32, klink_means),
+        _cell("fcfs", 32, fcfs_means),
+        _cell("sbox", 32, [8.0, 8.0, 8.0]),
+    ]
+    by: dict = {}
+    for c in cells:
+        by.setdefault(c["policy"], {})[c["queries"]] = c
+    got = scale_targets(by)
+    assert [t["target"].split(" (")[0] for t in got] == ["klink mean at N=32", "klink p99 at N=32"]
+    assert got[0]["met"] is met and "fcfs" in got[0]["measured"], got[0]
+    assert "default missed 60% of deadlines" in got[0]["target"]

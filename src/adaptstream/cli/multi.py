@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 
 from adaptstream.errors import AdaptstreamError, ConfigError
 
@@ -16,9 +17,12 @@ def run_several(
     run_dir: str | None,
     master: str,
     spark_factory,
+    elastic: tuple[str | None, str] = (None, ""),
     **spec_fields,
 ) -> None:
-    """Check everything, start one SparkSession, run the workloads concurrently, summarise each."""
+    """Check everything, start one SparkSession, run the workloads concurrently, summarise each. With ``--elastic``
+    the application runs under :func:`adaptstream.tune` (the scheduler and the elasticity policy in one loop over
+    the application's executors; a pane-mode query keeps its ``--reduce-buckets``)."""
     from adaptstream.app.multiquery import MultiSpec, check_multi, spark_conf
     from adaptstream.app.runner import RunSpec, input_files
     from adaptstream.console import console
@@ -37,6 +41,8 @@ def run_several(
     )
     run_dir = run_dir or os.path.join("runs", f"multi-{scheduler}-{time.strftime('%Y%m%d-%H%M%S')}")
     names = check_multi(ms, run_dir)
+    if elastic[0] is not None:
+        _check_tuned(scheduler, params, elastic, master)
     if input_dir and not input_files(input_dir):
         msg = f"--input {input_dir!r} holds no data files (names starting with '.' or '_' are skipped): nothing to run"
         raise ConfigError(msg)
@@ -49,11 +55,53 @@ def run_several(
     total = len(input_files(input_dir)) if input_dir else round(spec_fields.get("duration", 60.0))
     if not input_dir and len(names) > 1:
         console.print(f"starting {len(names)} queries one after another; their generated input begins once all are up")
+    tuner = _tune(spark, ms, elastic, run_dir) if elastic[0] is not None else None
     try:
-        result = _run_with_progress(spark, ms, run_dir, names, total)
+        result = _run_with_progress(spark, replace(ms, scheduler="default", scheduler_params=()) if tuner else ms,
+                                    run_dir, names, total)  # fmt: skip
     except AdaptstreamError as exc:
         raise type(exc)(f"{exc} (Spark's log: {log_file})") from exc
+    finally:
+        status = tuner.status() if tuner is not None else None
+        if tuner is not None:
+            tuner.close()
     _summarise(result, names, scheduler, run_dir)
+    if status is not None:
+        _summarise_tuner(status, run_dir)
+
+
+def _check_tuned(scheduler: str, params: tuple, elastic: tuple[str | None, str], master: str) -> None:
+    """Everything ``tune`` would refuse, before Spark starts."""
+    from adaptstream.tuner import TunerConfig
+
+    text = ";".join(f"{k}={v}" for k, v in params)
+    TunerConfig(scheduler=scheduler, scheduler_params=text, elastic=elastic[0], elastic_params=elastic[1]).check(master)
+
+
+def _tune(spark, ms, elastic: tuple[str | None, str], run_dir: str):
+    """The application's tuner: the run's scheduler and the elasticity policy, one decision loop."""
+    import adaptstream
+
+    return adaptstream.tune(
+        spark,
+        scheduler=ms.scheduler,
+        scheduler_params=";".join(f"{k}={v}" for k, v in ms.scheduler_params),
+        elastic=elastic[0],
+        elastic_params=elastic[1],
+        metrics_path=os.path.join(run_dir, "tuner"),
+    )
+
+
+def _summarise_tuner(status: dict, run_dir: str) -> None:
+    from adaptstream.app.submit import executor_seconds
+    from adaptstream.console import console
+
+    timeline = status["executors"]
+    console.print(
+        f"elasticity {status['elastic']}: executors {' -> '.join(str(n) for _, n in timeline) or '-'} "
+        f"({len(status['elasticity_log'])} scale decisions, {executor_seconds(timeline, time.time()):.0f} "
+        f"executor-seconds); the tuner's report: {os.path.join(run_dir, 'tuner', 'tuner.json')}"
+    )
 
 
 def _run_with_progress(spark, ms, run_dir: str, names: list[str], total: int):

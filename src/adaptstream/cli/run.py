@@ -130,7 +130,6 @@ def run(
                    admission_params, run_dir, master)  # fmt: skip
         return
     workloads = workload or ["LR1S"]
-    _check_elastic(workloads, elastic)
     shared: dict[str, Any] = {
         "admission": admission, "traffic": traffic, "rate": rate, "duration": duration, "trigger": trigger,
         "seed": seed, "input": input, "drain": drain, "partitioner": partitioner, "num_blocks": num_blocks,
@@ -141,7 +140,7 @@ def run(
         from adaptstream.cli.multi import run_several
 
         run_several(workloads, scheduler, start_spread, scheduler_params, run_dir, master, spark_factory=_spark,
-                    **shared)  # fmt: skip
+                    elastic=(elastic, elastic_params), **shared)  # fmt: skip
         return
     name = workloads[0]
     if scheduler != "default":
@@ -160,16 +159,6 @@ def _check_device(device: str, reduce: str | None) -> None:
             msg = f"--device {device} needs --reduce: it places the pane mode's operators"
             raise ConfigError(msg)
         console.print("--device auto: every pane operator runs on the CPU (no GPU backend inside Spark tasks yet)")
-
-
-def _check_elastic(workloads: list[str], elastic: str | None) -> None:
-    if len(workloads) > 1 and elastic is not None:
-        msg = (
-            "--elastic scales one pane-mode workload's executors; several workloads share the application's "
-            "executors: give a single --workload, or tune the application with adaptstream.tune(elastic=...) "
-            "(one policy for every query, docs/tuning.md)"
-        )
-        raise ConfigError(msg)
 
 
 def _sql_route(ctx: typer.Context, sql: list[str], workload: list[str] | None, input: str | None,

@@ -114,7 +114,7 @@ class SourceOptions:
     controller_timeout: float = option(
         "controllerTimeout", 2.0, "duration", low=0.05, help="wait for a controller reply before running unscheduled"
     )
-    window_period: float = option("windowPeriod", 0.0, "duration", low=0.0, help="window slide for Klink's SWM")
+    window_period: float = option("windowPeriod", 0.0, "duration", low=0.0, help="window slide for Klink's SWM (default: slide, when given)")
     watermark_delay: float = option("watermarkDelay", 0.0, "duration", low=0.0, help="the query's watermark delay")
     conn: ConnectorOptions = field(default_factory=ConnectorOptions)  # the connector's own options
 
@@ -124,6 +124,8 @@ class SourceOptions:
         for alias, name in ALIASES.items():
             if alias in opts:
                 opts.setdefault(name, opts[alias])
+        if "slide" in opts:  # the query's slide, given: its window slide for the scheduler too
+            opts.setdefault("windowperiod", opts["slide"])
         path = opts.get("path", "")
         claimed = [c for c in CONNECTORS if CONNECTORS.get(c).claims(path)]
         opts.setdefault("connector", claimed[0] if claimed else "files")

@@ -47,6 +47,7 @@ def test_bench_composed_smoke(tmp_path):
             assert sum(d["rows"] for d in q["datasets"]) == 200 * 15, (run["config"], name)  # every row, once
     tuned = doc["runs"][1]
     assert tuned["controller"]["requests"] > 0  # Klink was asked before batches
+    assert len(tuned["controller"]["registrations"]) == 2  # two queries to schedule, not one
     (t,) = doc["targets"]
     assert t["met"] in (True, False, None) and t["measured"]
     assert (out / "composed.md").exists() and (out / "composed.png").exists()

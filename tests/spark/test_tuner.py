@@ -364,3 +364,28 @@ def test_each_query_gets_its_own_latency_target_slide_then_trigger_then_default(
         queries = tuner.status()["queries"]
     targets = {n: queries[n]["latency_target"] for n in ("windowed", "timed", "plain")}
     assert targets == {"windowed": 4.0, "timed": 3.0, "plain": DEFAULT_TARGET_S}
+
+
+def test_queries_whose_sources_keep_state_under_metrics_paths_are_scheduled_apart(spark, tmp_path):
+    """Two queries with their own ``metricsPath`` (as every built-in workload has): each registers under its own
+    name, so the scheduler arbitrates two queries, not one."""
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.csv").write_text("k1,1\nk2,2\n")
+    with adaptstream.tune(spark, scheduler="rr") as tuner:
+        queries = [
+            spark.readStream.format("adaptstream").schema("k STRING, v INT").option("path", str(src))
+            .option("fileStableSeconds", "0").option("metricsPath", str(tmp_path / name / "metrics")).load()
+            .writeStream.queryName(name).format("noop").start()
+            for name in ("first", "second")
+        ]  # fmt: skip
+        try:
+            for q in queries:
+                q.processAllAvailable()
+        finally:
+            for q in queries:
+                q.stop()
+        status = tuner.status()
+    (a,), (b,) = (status["queries"][n]["sources"] for n in ("first", "second"))
+    assert a != b and len(status["controller_stats"]["registrations"]) == 2
+    assert all(status["queries"][n]["decisions"] > 0 for n in ("first", "second"))

@@ -202,3 +202,17 @@ def test_the_joint_loop_counts_the_slot_wait_and_slots_follow_the_executors():
         t._scale(Progress("b", "r", 4, 1000, 1.0, "t", ("src-b",), "qb"), 2.0)  # 1 s batch + 2.5 s wait: late
         (plan,) = t.plans
         assert (plan[2], plan[3], policy.slots) == (planned, 2.5 if joint else 0.0, slots), joint
+
+
+def test_sources_without_a_query_id_get_distinct_scheduler_names(tmp_path):
+    """Every built-in workload's source keeps its state in <metricsPath>/source: named by that directory alone,
+    four queries were one to the scheduler. The state directory's path is the name; a long one is cut to the
+    controller's limit and stays distinct."""
+    from adaptstream.control.messages import MAX_NAME
+    from adaptstream.spark.datasource import state_name
+
+    a, b = (str(tmp_path / q / "metrics" / "source") for q in ("LR1S", "CM2S"))
+    assert state_name(a) != state_name(b) and state_name(a + "/") == state_name(a) == a
+    deep = [str(tmp_path / ("x" * 150) / q / "source") for q in ("LR1S", "CM2S")]
+    names = [state_name(d) for d in deep]
+    assert names[0] != names[1] and all(len(n) <= MAX_NAME for n in names)

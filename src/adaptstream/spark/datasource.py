@@ -14,6 +14,7 @@ constructor only reads options; everything with state starts lazily in the long-
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 import uuid
@@ -114,7 +115,7 @@ class AdaptstreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             return None
         from adaptstream.control.client import ControllerClient
 
-        name = self.opts.controller_query or self._query_id or os.path.basename(self.state_dir.rstrip("/"))
+        name = self.opts.controller_query or self._query_id or state_name(self.state_dir)
         streams = {"main": (self.opts.window_period, self.opts.watermark_delay)} if self.opts.window_period else {}
         log_path = os.path.join(self.opts.metrics_path or self.state_dir, "controller.log")
         return ControllerClient(
@@ -421,6 +422,19 @@ class RefusedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def stop(self) -> None:
         return None
+
+
+def state_name(state_dir: str) -> str:
+    """A source's name for the scheduler when it has no query id (``statePath`` or ``metricsPath`` given): its
+    state directory, which no two running queries share (the directory's own name alone, e.g. ``source`` under
+    every ``metricsPath``, made every such query one to the scheduler). Within the controller's name limit."""
+    from adaptstream.control.messages import MAX_NAME
+
+    path = os.path.abspath(state_dir.rstrip("/"))
+    if len(path) <= MAX_NAME:
+        return path
+    digest = hashlib.sha1(path.encode()).hexdigest()[:12]
+    return f"...{path[-(MAX_NAME - 16) :]}-{digest}"
 
 
 def register(spark, defaults: dict[str, str] | None = None) -> None:

@@ -114,7 +114,9 @@ class SourceOptions:
     controller_timeout: float = option(
         "controllerTimeout", 2.0, "duration", low=0.05, help="wait for a controller reply before running unscheduled"
     )
-    window_period: float = option("windowPeriod", 0.0, "duration", low=0.0, help="window slide for Klink's SWM (default: slide, when given)")
+    window_period: float = option(
+        "windowPeriod", 0.0, "duration", low=0.0, help="window slide for Klink's SWM (default: slide, when given)"
+    )
     watermark_delay: float = option("watermarkDelay", 0.0, "duration", low=0.0, help="the query's watermark delay")
     conn: ConnectorOptions = field(default_factory=ConnectorOptions)  # the connector's own options
 

@@ -138,7 +138,7 @@ def _rows(f: dict[int, dict[str, dict[str, Any]]]) -> list[tuple[int, str, dict[
 
 
 def _target_words(value: float | str) -> str:
-    auto = str(value).strip().lower() in ("auto", "slide")  # "slide": what auto was called first
+    auto = str(value).strip().lower() == "auto"
     return "each query's own window slide (`auto`)" if auto else f"{float(value):g} s"
 
 

@@ -38,7 +38,6 @@ STATE_FILE = "tuner-policies.json"
 DURATIONS_KEPT = 4096  # batch times per query kept for the p99 (bounded memory)
 EXECUTOR_POLL_S = 1.0  # how often the executor timeline is sampled while an elasticity policy runs
 AUTO = "auto"  # latency_target: per query, its sources' window slide, else its processing-time trigger interval
-AUTO_WORDS = ("auto", "slide")  # "slide": the name this had first (recorded in bench composed's JSON)
 DEFAULT_TARGET_S = 10.0  # under "auto", a query that gives neither a slide nor a trigger interval
 
 
@@ -428,7 +427,7 @@ class Tuner:
 def latency_target_value(value: float | str | None, default: float | None = None) -> float | str:
     """A latency target as given to ``tune`` or ``submit --latency-target``: seconds > 0, or "auto" / None (then
     ``default`` when one is given). Anything else is a ConfigError."""
-    if value is None or (isinstance(value, str) and value.strip().lower() in AUTO_WORDS):
+    if value is None or (isinstance(value, str) and value.strip().lower() == AUTO):
         return AUTO if default is None else default
     try:
         seconds = float(value)

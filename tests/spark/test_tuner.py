@@ -28,6 +28,16 @@ def _load(name: str):
     return mod
 
 
+def drain_and_stop(queries) -> None:
+    """Process what each query's input holds now, then stop them all (also when one fails)."""
+    try:
+        for q in queries:
+            q.processAllAvailable()
+    finally:
+        for q in queries:
+            q.stop()
+
+
 def _rows(df) -> list[tuple]:
     return sorted(tuple(round(x, 9) if isinstance(x, float) else x for x in r) for r in df.collect())
 
@@ -65,12 +75,7 @@ def test_the_example_application_under_klink_equals_batch_sql_and_every_query_is
             adaptstream.tune(spark, scheduler="rr")
         adaptstream.register(spark)  # the example's call: a no-op under the tuner
         queries = app.start_queries(spark, data, out, url)
-        try:
-            for q in queries:
-                q.processAllAvailable()
-        finally:
-            for q in queries:
-                q.stop()
+        drain_and_stop(queries)
         status = tuner.status()
     assert status["scheduler"] == "klink" and set(status["queries"]) == {"sensor_avg", "big_orders", "actions"}
     for name, q in status["queries"].items():
@@ -355,12 +360,7 @@ def test_each_query_gets_its_own_latency_target_slide_then_trigger_then_default(
         )  # fmt: skip
         plain = spark.readStream.schema("k STRING, v INT").csv(str(src)).writeStream.queryName("plain")
         plain = plain.format("noop").start()
-        try:
-            for q in (windowed, timed, plain):
-                q.processAllAvailable()
-        finally:
-            for q in (windowed, timed, plain):
-                q.stop()
+        drain_and_stop([windowed, timed, plain])
         queries = tuner.status()["queries"]
     targets = {n: queries[n]["latency_target"] for n in ("windowed", "timed", "plain")}
     assert targets == {"windowed": 4.0, "timed": 3.0, "plain": DEFAULT_TARGET_S}
@@ -379,12 +379,7 @@ def test_queries_whose_sources_keep_state_under_metrics_paths_are_scheduled_apar
             .writeStream.queryName(name).format("noop").start()
             for name in ("first", "second")
         ]  # fmt: skip
-        try:
-            for q in queries:
-                q.processAllAvailable()
-        finally:
-            for q in queries:
-                q.stop()
+        drain_and_stop(queries)
         status = tuner.status()
     (a,), (b,) = (status["queries"][n]["sources"] for n in ("first", "second"))
     assert a != b and len(status["controller_stats"]["registrations"]) == 2

@@ -431,14 +431,6 @@ def test_benchmark_reports_default_to_a_run_directory():
         report_dir("bench-x", "elsewhere", True)
 
 
-def test_pane_mode_elasticity_refuses_several_workloads(capsys):
-    """--reduce composes with several workloads (tests/spark/test_multiquery.py); --elastic per query does not:
-    the queries share the application's executors, which adaptstream.tune scales for all of them."""
-    args = ("run", "--workload", "LR2S", "--workload", "CM1S", "--reduce", "prompt", "--elastic", "prompt")
-    code, out = invoke(capsys, *args)
-    assert code == 2 and "single --workload" in out and "Traceback" not in out
-
-
 def test_device_gpu_and_device_without_reduce_are_usage_errors(capsys):
     code, out = invoke(capsys, "run", "--workload", "CM1S", "--reduce", "hash", "--device", "gpu")
     assert code == 2 and "do not run on a GPU inside Spark tasks yet" in out and "Traceback" not in out

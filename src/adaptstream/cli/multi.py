@@ -41,8 +41,9 @@ def run_several(
     )
     run_dir = run_dir or os.path.join("runs", f"multi-{scheduler}-{time.strftime('%Y%m%d-%H%M%S')}")
     names = check_multi(ms, run_dir)
-    if elastic[0] is not None:
-        _check_tuned(scheduler, params, elastic, master)
+    tuned = _tuner_config(scheduler, scheduler_params, elastic, run_dir) if elastic[0] is not None else None
+    if tuned is not None:
+        tuned.check(master)  # everything tune() would refuse, before Spark starts
     if input_dir and not input_files(input_dir):
         msg = f"--input {input_dir!r} holds no data files (names starting with '.' or '_' are skipped): nothing to run"
         raise ConfigError(msg)
@@ -55,7 +56,7 @@ def run_several(
     total = len(input_files(input_dir)) if input_dir else round(spec_fields.get("duration", 60.0))
     if not input_dir and len(names) > 1:
         console.print(f"starting {len(names)} queries one after another; their generated input begins once all are up")
-    tuner = _tune(spark, ms, elastic, run_dir) if elastic[0] is not None else None
+    tuner = _tune(spark, tuned) if tuned is not None else None
     try:
         result = _run_with_progress(spark, replace(ms, scheduler="default", scheduler_params=()) if tuner else ms,
                                     run_dir, names, total)  # fmt: skip
@@ -70,25 +71,29 @@ def run_several(
         _summarise_tuner(status, run_dir)
 
 
-def _check_tuned(scheduler: str, params: tuple, elastic: tuple[str | None, str], master: str) -> None:
-    """Everything ``tune`` would refuse, before Spark starts."""
+def _tuner_config(scheduler: str, scheduler_params: str, elastic: tuple[str | None, str], run_dir: str):
+    """The application's tuner for this run: its scheduler and the elasticity policy, one decision loop."""
     from adaptstream.tuner import TunerConfig
 
-    text = ";".join(f"{k}={v}" for k, v in params)
-    TunerConfig(scheduler=scheduler, scheduler_params=text, elastic=elastic[0], elastic_params=elastic[1]).check(master)
+    return TunerConfig(
+        scheduler=scheduler,
+        scheduler_params=scheduler_params,
+        elastic=elastic[0],
+        elastic_params=elastic[1],
+        metrics_path=os.path.join(run_dir, "tuner"),
+    )
 
 
-def _tune(spark, ms, elastic: tuple[str | None, str], run_dir: str):
-    """The application's tuner: the run's scheduler and the elasticity policy, one decision loop."""
+def _tune(spark, c):
     import adaptstream
 
     return adaptstream.tune(
         spark,
-        scheduler=ms.scheduler,
-        scheduler_params=";".join(f"{k}={v}" for k, v in ms.scheduler_params),
-        elastic=elastic[0],
-        elastic_params=elastic[1],
-        metrics_path=os.path.join(run_dir, "tuner"),
+        scheduler=c.scheduler,
+        scheduler_params=c.scheduler_params,
+        elastic=c.elastic,
+        elastic_params=c.elastic_params,
+        metrics_path=c.metrics_path,
     )
 
 

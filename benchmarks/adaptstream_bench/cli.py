@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import typer
 
+from adaptstream_bench.capacity import capacity_command
 from adaptstream_bench.chaos import chaos_command
 from adaptstream_bench.cluster_calibration import cluster_calibration_command
 from adaptstream_bench.composed import composed_command
@@ -39,6 +40,7 @@ app.command("chaos")(chaos_command)
 app.command("soak")(soak_command)
 app.command("reliability")(reliability_command)
 app.command("composed")(composed_command)
+app.command("capacity")(capacity_command)
 
 
 def register(root: typer.Typer, groups: dict[str, typer.Typer]) -> None:

@@ -1,0 +1,248 @@
+"""``adaptstream bench capacity``: fit the capacity model (capacity_model.py) from calibration runs, predict where
+each experiment breaks, and check the predictions, in one invocation (issue #56 item 6).
+
+Three phases on one local SparkSession:
+
+1. **Calibration**: every query of the recorded experiments alone, asap at a low rate (small batches) and on a
+   fixed trigger at the same rate (large batches); P(n) = a + b n fitted per query on every data batch past the
+   warm-up.
+2. **Checks run here**: the predicted breaking rate of one query under asap (``--single``), run at 0.8x, 1x and
+   1.25x of it; the predicted number of concurrent queries Spark's default scheduling keeps on deadline
+   (``--klink-workloads`` at ``--klink-rate``), run at about 0.75x, 1x and 1.33x of it. The driver's JVM heap in
+   use is sampled every second during these runs (per-query memory).
+3. **Recorded experiments**: the brackets of the committed reports under ``--results`` (LMStream's rate searches,
+   Klink's default at each N), each cited by its git revision; predicted with this run's fits.
+
+The JSON is rewritten after every phase; the report module (capacity_report.py) judges the targets from it.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from adaptstream_bench.capacity_model import fit_batches, queries_per_driver, single_query_rate
+from adaptstream_bench.capacity_report import recorded_experiments, write_report
+from adaptstream_bench.meta import ROOT, finish_meta, sample_load, start_meta
+
+console = Console()
+
+#: calibration rate per query (rows/s): well below each one's recorded breaking point, so batches never queue
+CALIBRATION = {
+    "LR1S": 2000, "LR1T": 2000, "LR2S": 32000, "CM1S": 32000, "CM1T": 32000, "CM2S": 32000,
+    "YSB": 1000, "YSBZ": 1000, "DEBS": 1000, "DEBSP": 1000,
+}  # fmt: skip
+FIXED_TRIGGER = 5.0  # seconds: the large batches of a calibration
+SINGLE_FACTORS = (0.8, 1.0, 1.25)
+KLINK_FACTORS = (0.75, 1.0, 1.33)
+MISSED_SHARE = 0.05  # Klink's default breaks where it misses more than this share of deadlines (issue #56)
+
+
+class HeapSampler:
+    """The driver JVM's heap in use (total - free, no forced GC), once a second, on a thread of its own."""
+
+    def __init__(self, spark) -> None:
+        self._rt = spark.sparkContext._jvm.java.lang.Runtime.getRuntime()
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            try:
+                self.samples.append((self._rt.totalMemory() - self._rt.freeMemory()) / 2**20)
+            except Exception:  # the JVM going away ends the sampling, not the run
+                return
+
+    def __enter__(self) -> HeapSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def median(self) -> float | None:
+        return statistics.median(self.samples) if self.samples else None
+
+    def max_mb(self) -> float:
+        return self._rt.maxMemory() / 2**20
+
+
+def _calibration_batches(res) -> tuple[list[int], list[float]]:
+    from adaptstream_bench.lmstream_load import _batches
+
+    bs, counted, _ = _batches(res)
+    if not len(bs):
+        return [], []
+    bs = bs[counted]
+    return [int(x) for x in bs["rows"]], [float(x) for x in bs["processing_time"]]
+
+
+def calibrate(spark, query: str, rate: int, seconds: float, runs_dir: Path) -> dict:
+    from adaptstream.app.runner import RunSpec, run_workload
+
+    rows: list[int] = []
+    secs: list[float] = []
+    for admission in ("asap", "fixed"):
+        spec = RunSpec(
+            workload=query, admission=admission, rate=rate, duration=seconds, seed=3, trigger=FIXED_TRIGGER,
+            finish_timeout=30.0, warmup=5.0,
+        )  # fmt: skip
+        n, p = _calibration_batches(run_workload(spark, spec, str(runs_dir / "calibration" / f"{query}-{admission}")))
+        rows += n
+        secs += p
+    out: dict = {"query": query, "rate": rate, "rows": rows, "seconds": secs}
+    try:
+        out["fit"] = fit_batches(rows, secs).as_dict()
+    except ValueError as e:
+        out["error"] = str(e)
+    return out
+
+
+def _fits(data: dict) -> dict:
+    from adaptstream_bench.capacity_model import Fit
+
+    return {c["query"]: Fit(**c["fit"]) for c in data["calibration"] if "fit" in c}
+
+
+def check_single(spark, data: dict, query: str, duration: float, runs_dir: Path, budget_end: float) -> None:
+    from adaptstream.app.runner import RunSpec, run_workload
+    from adaptstream.workloads import WORKLOADS
+    from adaptstream_bench.lmstream_load import judge
+
+    slide = WORKLOADS.get(query).lmstream_slide
+    fit = _fits(data).get(query)
+    p = single_query_rate(fit, slide) if fit else None
+    check: dict = {"query": query, "slide": slide, "predicted": p, "runs": [], "skipped": []}
+    data["checks"]["single"] = check
+    if not p:
+        check["skipped"].append("no prediction (no fit or no per-row cost)")
+        return
+    for f in SINGLE_FACTORS:
+        rate = max(100, int(round(p * f, -2)))
+        if time.time() + duration + 40 > budget_end:
+            check["skipped"].append(f"{rate} rows/s (budget)")
+            continue
+        console.print(f"  single {query} asap at {rate:,} rows/s ({f:g}x the prediction) ...")
+        spec = RunSpec(workload=query, admission="asap", rate=rate, duration=duration, seed=21, finish_timeout=20.0,
+                       warmup=10.0)  # fmt: skip
+        with HeapSampler(spark) as heap:
+            row = judge(run_workload(spark, spec, str(runs_dir / "single" / f"{query}-{rate}")), slide)
+        row.update(factor=f, heap_mb=heap.median())
+        check["runs"].append({k: row[k] for k in ("rate", "factor", "within", "holds", "avg_max_latency",
+                                                   "batches", "growing", "generator_limited", "heap_mb")})  # fmt: skip
+        console.print(f"    within {row['within']:.0%}, holds {row['holds']}")
+
+
+def check_klink(spark, data: dict, workloads: tuple[str, ...], rate: int, duration: float, work: Path,
+                budget_end: float) -> None:  # fmt: skip
+    from adaptstream.workloads import WORKLOADS
+    from adaptstream_bench.klink import one_run
+    from adaptstream_bench.klink_report import deadline_misses
+
+    fits = _fits(data)
+    ws = [WORKLOADS.get(w) for w in workloads]
+    slide = min(w.effective_slide_s for w in ws)
+    delay = max(w.watermark_delay_s for w in ws)
+    have = [fits[w] for w in workloads if w in fits]
+    p = queries_per_driver(have, rate, slide, delay) if len(have) == len(workloads) else None
+    check: dict = {"workloads": list(workloads), "rate": rate, "slide": slide, "watermark_delay": delay,
+                   "predicted": p, "runs": [], "skipped": []}  # fmt: skip
+    data["checks"]["klink"] = check
+    if not p:
+        check["skipped"].append("no prediction (a workload has no fit)")
+        return
+    for n in sorted({max(1, round(p * f)) for f in KLINK_FACTORS}):
+        if time.time() + duration + 60 + 3 * n > budget_end:
+            check["skipped"].append(f"N={n} (budget)")
+            continue
+        console.print(f"  {n} queries under Spark's default scheduling at {rate} rows/s each ...")
+        with HeapSampler(spark) as heap:
+            run = one_run(spark, "default", n, duration, rate, 10.0, 31, work, tuple(workloads))
+        share = deadline_misses(run)
+        check["runs"].append({
+            "queries": n, "missed": share, "holds": share is not None and share <= MISSED_SHARE,
+            "windows": run.get("windows"), "mean_s": run.get("mean_s"), "breakdown": run.get("breakdown"),
+            "heap_mb": heap.median(), "heap_max_mb": heap.max_mb(),
+        })  # fmt: skip
+        console.print(f"    missed {share if share is None else f'{share:.0%}'} of deadlines")
+
+
+def capacity_command(
+    single: Annotated[str, typer.Option(help="the query whose asap breaking rate is checked here")] = "LR1S",
+    klink_workloads: Annotated[str, typer.Option(help="comma-separated workloads of the N-query check")] = (
+        "YSB,YSBZ,DEBS,DEBSP"
+    ),
+    klink_rate: Annotated[int, typer.Option(min=1, help="rows/s of each query in the N-query check")] = 300,
+    calibration_seconds: Annotated[float, typer.Option(min=15.0, help="seconds of input per calibration run")] = 30.0,
+    duration: Annotated[float, typer.Option(min=20.0, help="seconds of input per check run")] = 60.0,
+    results: Annotated[str, typer.Option(metavar="DIR", help="the recorded reports to predict")] = str(
+        ROOT / "docs" / "results"
+    ),
+    budget_minutes: Annotated[float, typer.Option(min=5.0, help="start no check run after this much time")] = 40.0,
+    out: Annotated[
+        str | None, typer.Option(metavar="DIR", help="report directory [default: runs/bench-capacity-<time>]")
+    ] = None,
+    update_docs: Annotated[bool, typer.Option("--update-docs", help="write docs/results/capacity.*")] = False,
+) -> None:
+    """Fit the capacity model, predict each experiment's breaking point, and check predictions against runs."""
+    from adaptstream.app.runner import RunSpec, run_workload
+    from adaptstream.errors import ConfigError
+    from adaptstream.outdirs import report_dir
+    from adaptstream.spark.session import build_spark
+
+    wls = tuple(w.strip() for w in klink_workloads.split(",") if w.strip())
+    unknown = [w for w in (single, *wls) if w not in CALIBRATION]
+    if unknown or not wls:
+        msg = f"--single and --klink-workloads take queries from {', '.join(CALIBRATION)}, got {', '.join(unknown)}"
+        raise ConfigError(msg)
+    if not Path(results).is_dir():
+        msg = f"--results {results} is not a folder of recorded reports"
+        raise ConfigError(msg)
+    target = report_dir("bench-capacity", out, update_docs, report="capacity.json")
+    runs_dir = Path("runs/bench-capacity") if update_docs else target / "runs"
+    t0 = time.time()
+    budget_end = t0 + 60 * budget_minutes
+    spark = build_spark(app_name="bench-capacity", conf={"spark.scheduler.mode": "FAIR"})
+    data: dict = {
+        "meta": {
+            **start_meta("bench", "capacity"),
+            "master": spark.sparkContext.master,
+            "spark": spark.version,
+            "sizing": f"calibration: each query alone for {calibration_seconds:g} s asap and {calibration_seconds:g} s "
+            f"on a {FIXED_TRIGGER:g}-s fixed trigger at its calibration rate (first 5 s not fitted); checks: "
+            f"{duration:g} s of input per run, one run per setting; a {budget_minutes:g} min budget on starting "
+            "check runs. One warm-up query (discarded) first.",
+        },
+        "calibration": [],
+        "checks": {},
+        "recorded": [],
+    }
+    queries = list(dict.fromkeys([single, *wls, *CALIBRATION]))
+    run_workload(spark, RunSpec(workload=single, admission="asap", rate=1000, duration=8.0, seed=2),
+                 str(runs_dir / "jvm-warmup"))  # fmt: skip
+    for q in queries:
+        console.print(f"[{(time.time() - t0) / 60:5.1f} min] calibrating {q} at {CALIBRATION[q]:,} rows/s ...")
+        c = calibrate(spark, q, CALIBRATION[q], calibration_seconds, runs_dir)
+        data["calibration"].append(c)
+        sample_load(data["meta"])
+        f = c.get("fit")
+        text = f"a = {f['a']:.3f} s/batch, b = {1e6 * f['b']:.2f} us/row, R2 {f['r2']:.2f}" if f else c["error"]
+        console.print(f"    {text}")
+        write_report(data, target)
+    check_single(spark, data, single, duration, runs_dir, budget_end)
+    sample_load(data["meta"])
+    write_report(data, target)
+    check_klink(spark, data, wls, klink_rate, duration, runs_dir / "klink", budget_end)
+    sample_load(data["meta"])
+    data["recorded"] = recorded_experiments(Path(results))
+    finish_meta(data["meta"])
+    md = write_report(data, target)
+    console.print(f"bench capacity: report in {md}")

@@ -18,6 +18,7 @@ The JSON is rewritten after every phase; the report module (capacity_report.py) 
 
 from __future__ import annotations
 
+import os
 import statistics
 import threading
 import time
@@ -27,7 +28,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from adaptstream_bench.capacity_model import fit_batches, queries_per_driver, single_query_rate
+from adaptstream_bench.capacity_model import fit_batches, fit_cpu, queries_per_driver, single_query_rate
 from adaptstream_bench.capacity_report import recorded_experiments, write_report
 from adaptstream_bench.meta import ROOT, finish_meta, sample_load, start_meta
 
@@ -75,6 +76,32 @@ class HeapSampler:
         return self._rt.maxMemory() / 2**20
 
 
+def tree_cpu_seconds(pid: int | None = None) -> float:
+    """CPU-seconds (user + system, own and reaped children) of a process and every live descendant, from /proc:
+    the driver's Python, its JVM, Python workers and generator processes."""
+    root = os.getpid() if pid is None else pid
+    tick = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, tuple[int, float]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        fields = text[text.rindex(")") + 2 :].split()
+        stats[int(entry)] = (int(fields[1]), sum(int(x) for x in fields[11:15]) / tick)
+    children: dict[int, list[int]] = {}
+    for p, (parent, _) in stats.items():
+        children.setdefault(parent, []).append(p)
+    total, todo = 0.0, [root]
+    while todo:
+        p = todo.pop()
+        total += stats.get(p, (0, 0.0))[1]
+        todo += children.get(p, [])
+    return total
+
+
 def _calibration_batches(res) -> tuple[list[int], list[float]]:
     from adaptstream_bench.lmstream_load import _batches
 
@@ -86,30 +113,41 @@ def _calibration_batches(res) -> tuple[list[int], list[float]]:
 
 
 def calibrate(spark, query: str, rate: int, seconds: float, runs_dir: Path) -> dict:
+    """Three runs (asap at the rate: many small batches; the fixed trigger at the rate and at 3x it: few batches of
+    two sizes), so batch and row counts vary independently for the CPU fit."""
     from adaptstream.app.runner import RunSpec, run_workload
+    from adaptstream.metrics.summary import load_batches
 
     rows: list[int] = []
     secs: list[float] = []
-    for admission in ("asap", "fixed"):
+    runs: list[dict] = []
+    for admission, r in (("asap", rate), ("fixed", rate), ("fixed", 3 * rate)):
         spec = RunSpec(
-            workload=query, admission=admission, rate=rate, duration=seconds, seed=3, trigger=FIXED_TRIGGER,
+            workload=query, admission=admission, rate=r, duration=seconds, seed=3, trigger=FIXED_TRIGGER,
             finish_timeout=30.0, warmup=5.0,
         )  # fmt: skip
-        n, p = _calibration_batches(run_workload(spark, spec, str(runs_dir / "calibration" / f"{query}-{admission}")))
+        cpu0 = tree_cpu_seconds()
+        res = run_workload(spark, spec, str(runs_dir / "calibration" / f"{query}-{admission}-{r}"))
+        cpu = tree_cpu_seconds() - cpu0
+        n, p = _calibration_batches(res)
         rows += n
         secs += p
-    out: dict = {"query": query, "rate": rate, "rows": rows, "seconds": secs}
+        every = load_batches(res.metrics_dir)
+        runs.append({"admission": admission, "rate": r, "batches": len(every),
+                     "rows": int(every["rows"].sum()) if len(every) else 0, "cpu_s": cpu})  # fmt: skip
+    out: dict = {"query": query, "rate": rate, "rows": rows, "seconds": secs, "runs": runs}
     try:
         out["fit"] = fit_batches(rows, secs).as_dict()
+        out["cpu"] = fit_cpu([(r["batches"], r["rows"], r["cpu_s"]) for r in runs]).as_dict()
     except ValueError as e:
         out["error"] = str(e)
     return out
 
 
-def _fits(data: dict) -> dict:
-    from adaptstream_bench.capacity_model import Fit
+def _fits(data: dict) -> tuple[dict, dict]:
+    from adaptstream_bench.capacity_report import fits_of
 
-    return {c["query"]: Fit(**c["fit"]) for c in data["calibration"] if "fit" in c}
+    return fits_of(data)
 
 
 def check_single(spark, data: dict, query: str, duration: float, runs_dir: Path, budget_end: float) -> None:
@@ -118,7 +156,7 @@ def check_single(spark, data: dict, query: str, duration: float, runs_dir: Path,
     from adaptstream_bench.lmstream_load import judge
 
     slide = WORKLOADS.get(query).lmstream_slide
-    fit = _fits(data).get(query)
+    fit = _fits(data)[0].get(query)
     p = single_query_rate(fit, slide) if fit else None
     check: dict = {"query": query, "slide": slide, "predicted": p, "runs": [], "skipped": []}
     data["checks"]["single"] = check
@@ -147,12 +185,15 @@ def check_klink(spark, data: dict, workloads: tuple[str, ...], rate: int, durati
     from adaptstream_bench.klink import one_run
     from adaptstream_bench.klink_report import deadline_misses
 
-    fits = _fits(data)
+    fits, cpus = _fits(data)
     ws = [WORKLOADS.get(w) for w in workloads]
     slide = min(w.effective_slide_s for w in ws)
     delay = max(w.watermark_delay_s for w in ws)
-    have = [fits[w] for w in workloads if w in fits]
-    p = queries_per_driver(have, rate, slide, delay) if len(have) == len(workloads) else None
+    have = [w for w in workloads if w in fits and w in cpus]
+    p = None
+    if len(have) == len(workloads):
+        p = queries_per_driver([fits[w] for w in have], [cpus[w] for w in have], rate, slide, delay,
+                               data["meta"]["cores"])  # fmt: skip
     check: dict = {"workloads": list(workloads), "rate": rate, "slide": slide, "watermark_delay": delay,
                    "predicted": p, "runs": [], "skipped": []}  # fmt: skip
     data["checks"]["klink"] = check
@@ -215,9 +256,11 @@ def capacity_command(
         "meta": {
             **start_meta("bench", "capacity"),
             "master": spark.sparkContext.master,
+            "cores": spark.sparkContext.defaultParallelism,  # the pool the model's N queries share
             "spark": spark.version,
-            "sizing": f"calibration: each query alone for {calibration_seconds:g} s asap and {calibration_seconds:g} s "
-            f"on a {FIXED_TRIGGER:g}-s fixed trigger at its calibration rate (first 5 s not fitted); checks: "
+            "sizing": f"calibration: each query alone, {calibration_seconds:g} s of input per run, asap at its "
+            f"calibration rate, then a {FIXED_TRIGGER:g}-s fixed trigger at that rate and at 3x it (first 5 s of "
+            "batches not fitted; CPU-seconds of the driver's process tree per run); checks: "
             f"{duration:g} s of input per run, one run per setting; a {budget_minutes:g} min budget on starting "
             "check runs. One warm-up query (discarded) first.",
         },
@@ -234,7 +277,13 @@ def capacity_command(
         data["calibration"].append(c)
         sample_load(data["meta"])
         f = c.get("fit")
-        text = f"a = {f['a']:.3f} s/batch, b = {1e6 * f['b']:.2f} us/row, R2 {f['r2']:.2f}" if f else c["error"]
+        cp = c.get("cpu")
+        text = (
+            f"a = {f['a']:.3f} s/batch, b = {1e6 * f['b']:.2f} us/row, R2 {f['r2']:.2f}; CPU "
+            f"{cp['c_batch']:.3f} s/batch, {1e6 * cp['c_row']:.2f} us/row"
+            if f and cp
+            else c["error"]
+        )
         console.print(f"    {text}")
         write_report(data, target)
     check_single(spark, data, single, duration, runs_dir, budget_end)

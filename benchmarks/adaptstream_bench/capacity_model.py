@@ -12,11 +12,14 @@ The model, and why each part:
   batch and is done after the next, MaxLat ~ 2 P. A sliding window's bound MaxLat <= slide S breaks at
   **r* = (1 - 2 a / S) / b**; a tumbling window is judged against its own history, so it breaks where the backlog
   grows without bound, **r* = 1 / b**.
-* **N queries under Spark's default scheduling** share the machine (processor sharing: each batch runs N times
-  slower): P = N a / (1 - N b r), with a and b the queries' means. A window's output latency (Klink Sec. 6.1.2) is
-  the watermark delay d plus the one-second dataset that carries the watermark (``input``), half a batch waiting
-  for the running one (``wait``), its own batch, and the next batch that emits it: L = d + 1 + 2.5 P. The deadline
-  L <= S breaks at **N* = Pmax / (a + Pmax b r)** with Pmax = (S - d - 1) / 2.5.
+* **N queries under Spark's default scheduling** share the machine's C cores. Each also costs CPU: c_b per batch
+  and c_r per row (CPU-seconds of the driver, executors, Python workers and generators, fitted from three
+  calibration runs' CPU totals), so N queries whose batches take P each need N (c_b + c_r r P) CPU-seconds per P:
+  P = max(a / (1 - b r), N c_b / (C - N c_r r)) (alone, or sharing the cores). A window's output latency (Klink
+  Sec. 6.1.2) is the watermark delay d plus the one-second dataset that carries the watermark (``input``), half a
+  batch waiting for the running one (``wait``), its own batch, and the next batch that emits it: L = d + 1 + 2.5 P.
+  The deadline L <= S breaks at **N* = C Pmax / (c_b + Pmax c_r r)** with Pmax = (S - d - 1) / 2.5 (none when a
+  query alone already takes longer than Pmax).
 * **Per-query driver memory**: the slope of the driver's JVM heap in use against the number of running queries.
 
 A measured breaking point is a bracket: the largest setting that held and the smallest that broke. The rule
@@ -80,15 +83,44 @@ def deadline_batch(slide: float, watermark_delay: float) -> float:
     return max(0.0, (slide - watermark_delay - DATASET_S) / EMIT_BATCHES)
 
 
-def queries_per_driver(fits: list[Fit], rate: float, slide: float, watermark_delay: float) -> float | None:
-    """N* for queries of these fits (mixed in equal shares), each at ``rate`` rows/s, with a deadline of ``slide``."""
-    if not fits:
+@dataclass(frozen=True)
+class CpuFit:
+    """CPU-seconds of a run = c_run + c_batch x batches + c_row x rows (driver, executors, workers, generator)."""
+
+    c_run: float
+    c_batch: float
+    c_row: float
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def fit_cpu(runs: list[tuple[int, int, float]]) -> CpuFit:
+    """(batches, rows, CPU-seconds) of at least three runs whose batches and rows vary independently."""
+    x = np.array([[1.0, b, r] for b, r, _ in runs], dtype=float)
+    if len(runs) < 3 or np.linalg.matrix_rank(x) < 3:
+        msg = "a CPU fit needs three runs whose batch and row counts vary independently"
+        raise ValueError(msg)
+    (c0, cb, cr), *_ = np.linalg.lstsq(x, np.array([c for *_, c in runs], dtype=float), rcond=None)
+    return CpuFit(float(c0), float(cb), float(cr))
+
+
+def queries_per_driver(
+    fits: list[Fit], cpus: list[CpuFit], rate: float, slide: float, watermark_delay: float, cores: float
+) -> float | None:
+    """N* for queries of these fits (mixed in equal shares), each at ``rate`` rows/s, with a deadline of ``slide``,
+    on ``cores`` cores; 0 when a query alone misses it."""
+    if not fits or not cpus:
         return None
+    pmax = deadline_batch(slide, watermark_delay)
     a = max(float(np.mean([f.a for f in fits])), 0.0)
     b = max(float(np.mean([f.b for f in fits])), 0.0)
-    pmax = deadline_batch(slide, watermark_delay)
-    denom = a + pmax * b * rate
-    return pmax / denom if denom > 0 else None
+    if b * rate >= 1 or a / (1 - b * rate) > pmax:
+        return 0.0
+    cb = max(float(np.mean([c.c_batch for c in cpus])), 0.0)
+    cr = max(float(np.mean([c.c_row for c in cpus])), 0.0)
+    denom = cb + pmax * cr * rate
+    return cores * pmax / denom if denom > 0 else None
 
 
 def bracket(settings: list[tuple[float, bool]]) -> tuple[float | None, float | None, bool]:
@@ -122,15 +154,10 @@ def memory_per_query(counts: list[int], heap_mb: list[float]) -> tuple[float, fl
 
 
 def projection(
-    fits: list[Fit], rate: float, slide: float, watermark_delay: float, driver_cores: int, executors: int,
-    calibration_cores: int = 2,
+    fits: list[Fit], cpus: list[CpuFit], rate: float, slide: float, watermark_delay: float, driver_cores: int,
+    executors: int,
 ) -> float | None:  # fmt: skip
-    """N* on a driver of ``driver_cores`` with ``executors`` one-core executors, **a projection**: it assumes the
-    per-batch cost a shrinks with driver cores and the per-row cost b with executor cores, both linearly from the
-    calibration machine's cores (local mode: driver and executors share them). No run here checks it."""
-    scaled = [
-        Fit(f.a * calibration_cores / driver_cores, f.b * calibration_cores / executors, f.r2, f.batches,
-            f.rows_min, f.rows_max)
-        for f in fits
-    ]  # fmt: skip
-    return queries_per_driver(scaled, rate, slide, watermark_delay)
+    """N* on a driver of ``driver_cores`` with ``executors`` one-core executors, **a projection**: it treats the
+    driver's and the executors' cores as one pool of CPU, as local mode does, and keeps each query's latency floor
+    (its wall-time fit alone). No run here checks it."""
+    return queries_per_driver(fits, cpus, rate, slide, watermark_delay, driver_cores + executors)

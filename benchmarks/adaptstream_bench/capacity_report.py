@@ -15,6 +15,7 @@ from typing import Any
 
 from adaptstream_bench.capacity_model import (
     TOLERANCE,
+    CpuFit,
     Fit,
     bracket,
     memory_per_query,
@@ -103,24 +104,31 @@ def recorded_experiments(results: Path) -> list[dict]:
     return out
 
 
-def fits_of(data: dict) -> dict[str, Fit]:
-    return {c["query"]: Fit(**c["fit"]) for c in data.get("calibration", []) if "fit" in c}
+def fits_of(data: dict) -> tuple[dict[str, Fit], dict[str, CpuFit]]:
+    """(wall-time fits, CPU fits) per calibrated query."""
+    cal = data.get("calibration", [])
+    return (
+        {c["query"]: Fit(**c["fit"]) for c in cal if "fit" in c},
+        {c["query"]: CpuFit(**c["cpu"]) for c in cal if "cpu" in c},
+    )
 
 
-def predict(exp: dict, fits: dict[str, Fit]) -> float | None:
+def predict(exp: dict, fits: dict[str, Fit], cpus: dict[str, CpuFit], cores: float) -> float | None:
     from adaptstream.workloads import WORKLOADS
 
     if exp["kind"] == "single":
         f = fits.get(exp["query"])
         return single_query_rate(f, _slide(exp["query"])) if f else None
     ws = [WORKLOADS.get(w) for w in exp["workloads"]]
-    if any(w not in fits for w in exp["workloads"]):
+    if any(w not in fits or w not in cpus for w in exp["workloads"]):
         return None
     return queries_per_driver(
         [fits[w] for w in exp["workloads"]],
+        [cpus[w] for w in exp["workloads"]],
         exp["rate"],
         min(w.effective_slide_s for w in ws),
         max(w.watermark_delay_s for w in ws),
+        cores,
     )
 
 
@@ -154,11 +162,12 @@ def _fmt(x: float | None, unit: str) -> str:
 
 
 def targets(data: dict) -> list[dict[str, Any]]:
-    fits = fits_of(data)
+    fits, cpus = fits_of(data)
+    cores = data.get("meta", {}).get("cores", 2)
     out = []
     for e in [*_checks(data), *data.get("recorded", [])]:
         lo, hi, monotone = bracket([tuple(s) for s in e["settings"]])
-        p = predict(e, fits)
+        p = predict(e, fits, cpus, cores)
         met = verdict(p, lo, hi)
         measured = (
             f"predicted {_fmt(p, e['unit'])}; measured: held at {_fmt(lo, e['unit'])}, broke at "
@@ -187,23 +196,23 @@ def _memory(data: dict) -> tuple[float, float] | None:
 
 
 def _projection_lines(data: dict) -> list[str]:
-    fits = fits_of(data)
+    fits, cpus = fits_of(data)
     k = data.get("checks", {}).get("klink")
-    if not k or any(w not in fits for w in k["workloads"]):
+    if not k or any(w not in fits or w not in cpus for w in k["workloads"]):
         return []
-    fs = [fits[w] for w in k["workloads"]]
+    fs, cs = [fits[w] for w in k["workloads"]], [cpus[w] for w in k["workloads"]]
     lines = [
         f"**Projection, not measured**: queries per driver (N*) for {'+'.join(k['workloads'])} at {k['rate']} rows/s "
-        f"each on a {PROJECTION_DRIVER_CORES}-core driver with one-core executors. It assumes the per-batch cost "
-        "shrinks linearly with driver cores and the per-row cost with executor cores from this machine's 2 cores; "
-        "the capped-worker cluster measured 1.89x, not 4x, at 4 executors (cluster_calibration.md), so read these as "
-        "upper bounds.",
+        f"each on a {PROJECTION_DRIVER_CORES}-core driver with one-core executors. It treats the driver's and the "
+        "executors' cores as one pool of CPU, as local mode does, and keeps each query's latency floor measured "
+        "here; the capped-worker cluster measured 1.89x, not 4x, at 4 executors (cluster_calibration.md), so read "
+        "these as upper bounds.",
         "",
         "| executors | projected N* |",
         "|---|---|",
     ]
     for e in PROJECTION_EXECUTORS:
-        n = projection(fs, k["rate"], k["slide"], k["watermark_delay"], PROJECTION_DRIVER_CORES, e)
+        n = projection(fs, cs, k["rate"], k["slide"], k["watermark_delay"], PROJECTION_DRIVER_CORES, e)
         lines.append(f"| {e} | {_fmt(n, 'queries')} |")
     return lines
 
@@ -229,18 +238,25 @@ def markdown(data: dict) -> str:
         "",
         "## Calibration (local Spark, one query at a time)",
         "",
-        "| query | rate rows/s | batches | rows per batch | a s/batch | b us/row | R2 | rows/s per core (1 / 2b) |",
-        "|---|---|---|---|---|---|---|---|",
+        "a, b: wall time per batch and per row (least squares over the batches); CPU: CPU-seconds of the driver's "
+        "process tree per batch and per row (least squares over the three runs' totals, with a constant per run); "
+        "rows/s per core: 1 / CPU per row.",
+        "",
+        "| query | rate rows/s | batches | rows per batch | a s/batch | b us/row | R2 | CPU s/batch | CPU us/row | "
+        "rows/s per core |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in data.get("calibration", []):
-        f = c.get("fit")
-        if not f:
-            lines.append(f"| {c['query']} | {c['rate']:,} | {len(c['rows'])} | - | - | - | - | {c.get('error')} |")
+        f, cp = c.get("fit"), c.get("cpu")
+        if not f or not cp:
+            lines.append(
+                f"| {c['query']} | {c['rate']:,} | {len(c['rows'])} | - | - | - | - | - | - | {c.get('error')} |"
+            )
             continue
-        per_core = f"{1 / (2 * f['b']):,.0f}" if f["b"] > 0 else "n/a"
+        per_core = f"{1 / cp['c_row']:,.0f}" if cp["c_row"] > 0 else "n/a"
         lines.append(
             f"| {c['query']} | {c['rate']:,} | {f['batches']} | {f['rows_min']:,}-{f['rows_max']:,} | {f['a']:.3f} | "
-            f"{1e6 * f['b']:.2f} | {f['r2']:.2f} | {per_core} |"
+            f"{1e6 * f['b']:.2f} | {f['r2']:.2f} | {cp['c_batch']:.3f} | {1e6 * cp['c_row']:.2f} | {per_core} |"
         )
     mem = _memory(data)
     lines += ["", "## Driver memory per query", ""]

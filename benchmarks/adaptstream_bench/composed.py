@@ -44,7 +44,7 @@ CONFIGS: dict[str, tuple[str, str | None, str | None, bool]] = {
 }
 DEFAULT_QUERIES = "LR1S,CM2S,LR2S,CM1S"
 RATE_HELP = "rows/s of generated input per query; every configuration runs once at each rate"
-TARGET_HELP = "the elasticity policy's batch-time target (tune's); auto: each query's own window slide"
+TARGET_HELP = "the elasticity policy's batch-time target (tune's); auto: half each query's own window slide"
 
 
 def config_text(name: str) -> str:
@@ -193,13 +193,14 @@ def composed_command(
         msg = "--queries needs at least two sliding-window workloads (each query's target is its slide)"
         raise ConfigError(msg)
     rates = parse_rates(rate)
-    from adaptstream.tuner import latency_target_value
+    from adaptstream.tuner import SLIDE_BATCH_SHARE, latency_target_value
 
     latency_target_value(latency_target)
     target = report_dir("bench-composed", out, update_docs, report="composed.json")
     stop_on_sigterm()
     a: dict[str, Any] = {
         "queries": qs, "rates": rates, "duration": duration, "warmup": warmup, "latency_target": latency_target,
+        "slide_batch_share": SLIDE_BATCH_SHARE,
         "workers": workers, "cpu_pct": cpu, "mem_mb": mem, "executor_memory": "512m", "seed": seed,
         "timeout": duration * 4 + 600,
     }  # fmt: skip

@@ -137,9 +137,12 @@ def _rows(f: dict[int, dict[str, dict[str, Any]]]) -> list[tuple[int, str, dict[
     return [(rate, name, r) for rate, by_config in f.items() for name, r in by_config.items()]
 
 
-def _target_words(value: float | str) -> str:
-    auto = str(value).strip().lower() == "auto"
-    return "each query's own window slide (`auto`)" if auto else f"{float(value):g} s"
+def _target_words(value: float | str, slide_share: float | None) -> str:
+    """``slide_share``: the share of the slide the run's tuner gave a batch (not recorded before it was 0.5: 1)."""
+    if str(value).strip().lower() != "auto":
+        return f"{float(value):g} s"
+    share = 1.0 if slide_share is None else slide_share
+    return "each query's own window slide (`auto`)" if share == 1 else f"{share:g} x each query's window slide (`auto`)"
 
 
 def _fmt(x: float | None, spec: str, unit: str = "") -> str:
@@ -160,7 +163,7 @@ def markdown(doc: dict[str, Any]) -> str:
         f"{c['seed']} + query index), "
         f"the first {c['warmup']:g} s of each query's arrivals not counted. One run per configuration and rate (no "
         "repeats: a verdict here is of this run only). The elasticity policy's batch-time target "
-        f"(`tune(latency_target=...)`): {_target_words(c['latency_target'])}.",
+        f"(`tune(latency_target=...)`): {_target_words(c['latency_target'], c.get('slide_batch_share'))}.",
         "",
         "Configurations:",
         "",

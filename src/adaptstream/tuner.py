@@ -39,6 +39,9 @@ DURATIONS_KEPT = 4096  # batch times per query kept for the p99 (bounded memory)
 EXECUTOR_POLL_S = 1.0  # how often the executor timeline is sampled while an elasticity policy runs
 AUTO = "auto"  # latency_target: per query, its sources' window slide, else its processing-time trigger interval
 DEFAULT_TARGET_S = 10.0  # under "auto", a query that gives neither a slide nor a trigger interval
+#: under "auto", the share of a query's window slide its batches may take: its bound is MaxLat <= slide, and a row
+#: waits up to one batch (the one running when it arrived) before its own, so MaxLat is about two batch times
+SLIDE_BATCH_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,8 @@ class TunerConfig:
     admission: str | None = None
     admission_params: str = ""
     #: seconds a batch should take at most (the elasticity policy's batch interval) for every query, or "auto":
-    #: per query, its sources' window slide, else its processing-time trigger interval, else DEFAULT_TARGET_S
+    #: per query, its latency target is its sources' window slide (batches then get SLIDE_BATCH_SHARE of it), else
+    #: its processing-time trigger interval, else DEFAULT_TARGET_S
     latency_target: float | str = AUTO
     state_path: str | None = None
     metrics_path: str | None = None
@@ -91,7 +95,8 @@ class QueryRecord:
     durations: deque = field(default_factory=lambda: deque(maxlen=DURATIONS_KEPT))
     controller_names: set[str] = field(default_factory=set)
     state: str = "running"
-    target: float | None = None  # the latency target its batches were judged against (the latest)
+    target: float | None = None  # the query's latency target (the latest)
+    batch_target: float | None = None  # what its batch times were judged against (the latest)
 
     def summary(self, decisions: dict[str, int]) -> dict[str, Any]:
         import numpy as np
@@ -108,6 +113,7 @@ class QueryRecord:
             "batch_seconds_p99": float(np.percentile(d, 99)) if d.size else None,
             "within_target": self.within_target / self.batches if self.batches else None,
             "latency_target": self.target,
+            "batch_target": self.batch_target,
             "sources": sorted(self.controller_names),
             "state": self.state,
         }
@@ -290,7 +296,8 @@ class Tuner:
             rec.rows += p.rows
             rec.durations.append(p.seconds)
             rec.controller_names.update(p.controller_names)
-            rec.target = target = self._target(rec, trigger)
+            rec.target, rec.batch_target = self._target(rec, trigger)
+            target = rec.batch_target
             rec.within_target += int(p.seconds <= target)
         if self.elasticity is not None and p.rows > 0:
             self._scale(p, target)
@@ -305,18 +312,18 @@ class Tuner:
         if error:
             log.warning("adaptstream tuner: query %s failed; the other queries go on (%s)", name, rec.state)
 
-    def _target(self, rec: QueryRecord, trigger: float | None) -> float:
-        """The query's latency target: the configured seconds, or under "auto" the smallest slide its sources
-        registered, else its processing-time trigger interval, else DEFAULT_TARGET_S (said once in the log).
-        Called under the lock."""
+    def _target(self, rec: QueryRecord, trigger: float | None) -> tuple[float, float]:
+        """(the query's latency target, its batch-time target): the configured seconds for both, or under "auto"
+        the smallest slide its sources registered (batches get SLIDE_BATCH_SHARE of it), else its processing-time
+        trigger interval, else DEFAULT_TARGET_S (said once in the log). Called under the lock."""
         target = latency_target_value(self.config.latency_target)
         if target != AUTO:
-            return float(target)
+            return float(target), float(target)
         slides = [self.slides[n] for n in rec.controller_names if n in self.slides]
         if slides:
-            return min(slides)
+            return min(slides), SLIDE_BATCH_SHARE * min(slides)
         if trigger:
-            return trigger
+            return trigger, trigger
         if "target:" + rec.name not in self.warned:
             self.warned.add("target:" + rec.name)
             log.warning(
@@ -325,7 +332,7 @@ class Tuner:
                 rec.name,
                 DEFAULT_TARGET_S,
             )
-        return DEFAULT_TARGET_S
+        return DEFAULT_TARGET_S, DEFAULT_TARGET_S
 
     def _trigger(self, p: Any) -> float | None:
         """The query's processing-time trigger interval in seconds (None: another trigger, or not found); asked
@@ -434,7 +441,10 @@ def latency_target_value(value: float | str | None, default: float | None = None
     except (TypeError, ValueError):
         seconds = float("nan")
     if not seconds > 0:
-        msg = f"latency_target must be > 0 seconds or 'auto' (each query's slide or trigger interval), got {value!r}"
+        msg = (
+            f"latency_target must be > 0 seconds or 'auto' (half each query's slide, or its trigger interval), "
+            f"got {value!r}"
+        )
         raise ConfigError(msg)
     return seconds
 
@@ -442,7 +452,7 @@ def latency_target_value(value: float | str | None, default: float | None = None
 def target_text(value: float | str) -> str:
     """The latency target in words, for summaries."""
     target = latency_target_value(value)
-    return "each query's slide or trigger interval" if target == AUTO else f"{float(target):g} s"
+    return "half each query's slide, or its trigger interval" if target == AUTO else f"{float(target):g} s"
 
 
 def trigger_interval(spark: Any, query_id: str) -> float | None:

@@ -340,9 +340,9 @@ def test_a_taken_controller_port_falls_back_to_a_free_one(spark, caplog):
 
 
 def test_each_query_gets_its_own_latency_target_slide_then_trigger_then_default(spark, tmp_path):
-    """Under the default ``latency_target="auto"``: an adaptstream source with windowPeriod 4 s is judged against
-    4 s, Spark's own file source on a 3-s processing-time trigger against 3 s (read from Spark's query), and one
-    with neither against the 10-s default."""
+    """Under the default ``latency_target="auto"``: an adaptstream source with windowPeriod 4 s has a 4-s target
+    and its batches are judged against 2 s (MaxLat is about two batch times), Spark's own file source on a 3-s
+    processing-time trigger against 3 s (read from Spark's query), and one with neither against the 10-s default."""
     from adaptstream.tuner import DEFAULT_TARGET_S
 
     src = tmp_path / "in"
@@ -362,8 +362,8 @@ def test_each_query_gets_its_own_latency_target_slide_then_trigger_then_default(
         plain = plain.format("noop").start()
         drain_and_stop([windowed, timed, plain])
         queries = tuner.status()["queries"]
-    targets = {n: queries[n]["latency_target"] for n in ("windowed", "timed", "plain")}
-    assert targets == {"windowed": 4.0, "timed": 3.0, "plain": DEFAULT_TARGET_S}
+    targets = {n: (queries[n]["latency_target"], queries[n]["batch_target"]) for n in ("windowed", "timed", "plain")}
+    assert targets == {"windowed": (4.0, 2.0), "timed": (3.0, 3.0), "plain": (DEFAULT_TARGET_S, DEFAULT_TARGET_S)}
 
 
 def test_queries_whose_sources_keep_state_under_metrics_paths_are_scheduled_apart(spark, tmp_path):

@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 
 from adaptstream_bench.capacity_model import (
+    CpuFit,
     Fit,
     bracket,
     deadline_batch,
     fit_batches,
+    fit_cpu,
     memory_per_query,
     projection,
     queries_per_driver,
@@ -56,21 +58,32 @@ def test_single_query_rate_sliding_and_tumbling():
     assert single_query_rate(_fit(0.5, 0.0), 5.0) is None
 
 
+def test_fit_cpu_separates_batches_rows_and_the_run():
+    runs = [(30, 30000, 2.0 + 30 * 0.3 + 30000 * 20e-6), (6, 30000, 2.0 + 6 * 0.3 + 30000 * 20e-6),
+            (6, 90000, 2.0 + 6 * 0.3 + 90000 * 20e-6)]  # fmt: skip
+    c = fit_cpu(runs)
+    assert (c.c_run, c.c_batch, c.c_row) == (pytest.approx(2.0), pytest.approx(0.3), pytest.approx(20e-6))
+    with pytest.raises(ValueError, match="vary independently"):
+        fit_cpu([(30, 30000, 1.0), (6, 30000, 1.0), (6, 30000, 1.2)])  # rows never vary
+
+
 def test_queries_per_driver_meets_the_deadline_exactly():
     fits = [_fit(0.4, 50e-6), _fit(0.6, 150e-6)]
-    n = queries_per_driver(fits, 300, 10.0, 2.0)
-    a, b = 0.5, 100e-6
-    p = n * a / (1 - n * b * 300)  # processor sharing: each batch N times slower
+    cpus = [CpuFit(1.0, 0.2, 40e-6), CpuFit(1.0, 0.4, 60e-6)]
+    n = queries_per_driver(fits, cpus, 300, 10.0, 2.0, cores=2)
+    cb, cr = 0.3, 50e-6
+    p = n * cb / (2 - n * cr * 300)  # N queries' CPU on 2 cores: P = N c_b / (C - N c_r r)
     assert 2.0 + 1.0 + 2.5 * p == pytest.approx(10.0)
     assert deadline_batch(10.0, 2.0) == pytest.approx(2.8)
-    assert queries_per_driver([], 300, 10.0, 2.0) is None
+    assert queries_per_driver([], cpus, 300, 10.0, 2.0, 2) is None
+    assert queries_per_driver([_fit(3.0, 0.0)], cpus[:1], 300, 10.0, 2.0, 2) == 0.0  # alone already too slow
 
 
-def test_projection_scales_with_cores_and_is_monotone_in_executors():
-    fits = [_fit(0.5, 100e-6)]
-    base = queries_per_driver(fits, 300, 10.0, 2.0)
-    assert projection(fits, 300, 10.0, 2.0, driver_cores=2, executors=2) == pytest.approx(base)
-    ns = [projection(fits, 300, 10.0, 2.0, 24, e) for e in (8, 16, 32, 64)]
+def test_projection_grows_with_the_pool_of_cores():
+    fits, cpus = [_fit(0.5, 100e-6)], [CpuFit(1.0, 0.3, 50e-6)]
+    base = queries_per_driver(fits, cpus, 300, 10.0, 2.0, 2)
+    assert projection(fits, cpus, 300, 10.0, 2.0, driver_cores=1, executors=1) == pytest.approx(base)
+    ns = [projection(fits, cpus, 300, 10.0, 2.0, 24, e) for e in (8, 16, 32, 64)]
     assert all(x < y for x, y in itertools.pairwise(ns)) and ns[0] > base
 
 
@@ -120,8 +133,10 @@ def test_recorded_experiments_read_the_committed_reports():
 
 def test_targets_from_fits_and_checks(tmp_path):
     fits = {q: _fit(0.3, 40e-6) for q in ("LR1S", "YSB", "YSBZ")}
+    cpu = CpuFit(1.0, 0.3, 40e-6)
     data = {
-        "calibration": [{"query": q, "fit": f.__dict__} for q, f in fits.items()],
+        "meta": {"cores": 2},
+        "calibration": [{"query": q, "fit": f.__dict__, "cpu": cpu.__dict__} for q, f in fits.items()],
         "checks": {
             "single": {"query": "LR1S", "runs": [{"rate": 14000, "holds": True}, {"rate": 17000, "holds": False}]},
             "klink": {"workloads": ["YSB", "YSBZ"], "rate": 300, "runs": [{"queries": 2, "holds": True}]},
@@ -134,4 +149,30 @@ def test_targets_from_fits_and_checks(tmp_path):
     assert single["predicted"] == pytest.approx((1 - 0.12) / 40e-6)  # 22,000 rows/s
     assert single["met"] is False and "this run" in single["target"]
     assert ts[1]["met"] is None  # held at 2, never broke: undecided unless the prediction is far below 2
-    assert predict({"kind": "klink", "workloads": ["YSB", "DEBS"], "rate": 300}, fits) is None  # DEBS not fitted
+    assert predict({"kind": "klink", "workloads": ["YSB", "DEBS"], "rate": 300}, fits, {}, 2) is None  # no fits
+
+
+BUSY_CHILD = """
+import sys, time
+t = time.process_time()
+while time.process_time() - t < 0.3:
+    pass
+print("busy done", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_tree_cpu_seconds_counts_this_process_and_its_children():
+    import subprocess
+    import sys
+
+    from adaptstream_bench.capacity import tree_cpu_seconds
+
+    before = tree_cpu_seconds()
+    child = subprocess.Popen([sys.executable, "-c", BUSY_CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert child.stdout.readline() == b"busy done\n"  # it burnt 0.3 s of CPU and lives on
+        assert tree_cpu_seconds() - before >= 0.3
+    finally:
+        child.communicate(b"")
+    assert tree_cpu_seconds() - before >= 0.3  # reaped: its CPU now counts as this process's children's

@@ -159,8 +159,10 @@ def test_under_the_auto_target_each_query_is_judged_and_scaled_against_its_slide
             tuner._on_progress(Progress(query, "r", 1, 100, 7.0, "t", (src,), qid))
     out = {n: r.summary({}) for n, r in tuner.queries.items()}
     assert [out[n]["latency_target"] for n in names] == [5.0, 10.0, 3.0, DEFAULT_TARGET_S]
-    assert [out[n]["within_target"] for n in names] == [0.0, 1.0, 0.0, 1.0]
-    assert [s.batch_interval for s in seen[:4]] == [5.0, 10.0, 3.0, DEFAULT_TARGET_S]
+    # a slide's bound is MaxLat <= slide, about two batch times: its batches get half of it
+    assert [out[n]["batch_target"] for n in names] == [2.5, 5.0, 3.0, DEFAULT_TARGET_S]
+    assert [out[n]["within_target"] for n in names] == [0.0, 0.0, 0.0, 1.0]
+    assert [s.batch_interval for s in seen[:4]] == [2.5, 5.0, 3.0, DEFAULT_TARGET_S]
     assert sorted(asked) == ["f", "p", "s", "t"]  # Spark asked once per query run, not per batch
     assert "target:plain" in tuner.warned  # said once in the log: it gave neither
 
@@ -173,7 +175,7 @@ def test_a_fixed_latency_target_applies_to_every_query():
     tuner._on_register("fast-src", {"main": (5.0, 1.0)})
     tuner._on_progress(Progress("fast", "r", 1, 100, 3.0, "t", ("fast-src",), "f"))
     out = tuner.queries["fast"].summary({})
-    assert (out["latency_target"], out["within_target"]) == (2.0, 0.0)
+    assert (out["latency_target"], out["batch_target"], out["within_target"]) == (2.0, 2.0, 0.0)
 
 
 def test_the_joint_loop_counts_the_slot_wait_and_slots_follow_the_executors():

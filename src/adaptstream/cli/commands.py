@@ -119,8 +119,8 @@ def submit(
         str,
         typer.Option(
             metavar="SECONDS|auto",
-            help="how long a batch may take (elasticity, summary); auto: each query's window slide, else its "
-            "processing-time trigger interval, else 10 s",
+            help="how long a batch may take (elasticity, summary); auto: half each query's window slide (its "
+            "bound is MaxLat <= slide), else its processing-time trigger interval, else 10 s",
         ),
     ] = "auto",
     metrics: Annotated[str | None, typer.Option(metavar="DIR", help="write DIR/tuner.json and DIR/spark.log")] = None,

@@ -18,6 +18,7 @@ The JSON is rewritten after every phase; the report module (capacity_report.py) 
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import threading
@@ -34,22 +35,26 @@ from adaptstream_bench.meta import ROOT, finish_meta, sample_load, start_meta
 
 console = Console()
 
-#: calibration rate per query (rows/s): well below each one's recorded breaking point, so batches never queue
+#: calibration rate per query (rows/s): 3x it stays below each one's recorded breaking point
 CALIBRATION = {
-    "LR1S": 2000, "LR1T": 2000, "LR2S": 32000, "CM1S": 32000, "CM1T": 32000, "CM2S": 32000,
+    "LR1S": 1500, "LR1T": 1500, "LR2S": 32000, "CM1S": 32000, "CM1T": 32000, "CM2S": 32000,
     "YSB": 1000, "YSBZ": 1000, "DEBS": 1000, "DEBSP": 1000,
 }  # fmt: skip
-FIXED_TRIGGER = 5.0  # seconds: the large batches of a calibration
+CALIBRATION_MULTIPLES = (1, 2, 3)  # asap at these multiples of the calibration rate
 SINGLE_FACTORS = (0.8, 1.0, 1.25)
-KLINK_FACTORS = (0.75, 1.0, 1.33)
+KLINK_SPAN = (0.75, 1.33)  # the N-query check runs every N from 0.75x to 1.33x the prediction (at most KLINK_MAX)
+KLINK_MAX = 5
 MISSED_SHARE = 0.05  # Klink's default breaks where it misses more than this share of deadlines (issue #56)
 
 
 class HeapSampler:
-    """The driver JVM's heap in use (total - free, no forced GC), once a second, on a thread of its own."""
+    """The driver JVM's heap in use (total - free), once a second, on a thread of its own; the run starts from a
+    collected heap (one forced GC before it, none during it: a pause would change what the run measures)."""
 
     def __init__(self, spark) -> None:
-        self._rt = spark.sparkContext._jvm.java.lang.Runtime.getRuntime()
+        jvm = spark.sparkContext._jvm
+        jvm.java.lang.System.gc()  # each measured run starts from a collected heap
+        self._rt = jvm.java.lang.Runtime.getRuntime()
         self.samples: list[float] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -113,27 +118,27 @@ def _calibration_batches(res) -> tuple[list[int], list[float]]:
 
 
 def calibrate(spark, query: str, rate: int, seconds: float, runs_dir: Path) -> dict:
-    """Three runs (asap at the rate: many small batches; the fixed trigger at the rate and at 3x it: few batches of
-    two sizes), so batch and row counts vary independently for the CPU fit."""
+    """Three asap runs, at the calibration rate, 2x and 3x it: the regime the predictions speak of (batches back to
+    back: a fixed trigger's idle gaps made batches cheaper in the first recording), batch sizes that grow with the
+    rate, and batch and row counts that vary apart for the CPU fit."""
     from adaptstream.app.runner import RunSpec, run_workload
     from adaptstream.metrics.summary import load_batches
 
     rows: list[int] = []
     secs: list[float] = []
     runs: list[dict] = []
-    for admission, r in (("asap", rate), ("fixed", rate), ("fixed", 3 * rate)):
-        spec = RunSpec(
-            workload=query, admission=admission, rate=r, duration=seconds, seed=3, trigger=FIXED_TRIGGER,
-            finish_timeout=30.0, warmup=5.0,
-        )  # fmt: skip
+    for k in CALIBRATION_MULTIPLES:
+        r = k * rate
+        spec = RunSpec(workload=query, admission="asap", rate=r, duration=seconds, seed=3, finish_timeout=30.0,
+                       warmup=5.0)  # fmt: skip
         cpu0 = tree_cpu_seconds()
-        res = run_workload(spark, spec, str(runs_dir / "calibration" / f"{query}-{admission}-{r}"))
+        res = run_workload(spark, spec, str(runs_dir / "calibration" / f"{query}-{r}"))
         cpu = tree_cpu_seconds() - cpu0
         n, p = _calibration_batches(res)
         rows += n
         secs += p
         every = load_batches(res.metrics_dir)
-        runs.append({"admission": admission, "rate": r, "batches": len(every),
+        runs.append({"admission": "asap", "rate": r, "batches": len(every),
                      "rows": int(every["rows"].sum()) if len(every) else 0, "cpu_s": cpu})  # fmt: skip
     out: dict = {"query": query, "rate": rate, "rows": rows, "seconds": secs, "runs": runs}
     try:
@@ -200,7 +205,7 @@ def check_klink(spark, data: dict, workloads: tuple[str, ...], rate: int, durati
     if not p:
         check["skipped"].append("no prediction (a workload has no fit)")
         return
-    for n in sorted({max(1, round(p * f)) for f in KLINK_FACTORS}):
+    for n in klink_counts(p):
         if time.time() + duration + 60 + 3 * n > budget_end:
             check["skipped"].append(f"N={n} (budget)")
             continue
@@ -214,6 +219,34 @@ def check_klink(spark, data: dict, workloads: tuple[str, ...], rate: int, durati
             "heap_mb": heap.median(), "heap_max_mb": heap.max_mb(),
         })  # fmt: skip
         console.print(f"    missed {share if share is None else f'{share:.0%}'} of deadlines")
+
+
+def _calibrate_one(spark, data: dict, q: str, seconds: float, runs_dir: Path, target: Path, t0: float) -> None:
+    console.print(
+        f"[{(time.time() - t0) / 60:5.1f} min] calibrating {q} at {CALIBRATION[q]:,} rows/s and multiples ..."
+    )
+    c = calibrate(spark, q, CALIBRATION[q], seconds, runs_dir)
+    data["calibration"].append(c)
+    sample_load(data["meta"])
+    f, cp = c.get("fit"), c.get("cpu")
+    text = (
+        f"a = {f['a']:.3f} s/batch, b = {1e6 * f['b']:.2f} us/row, R2 {f['r2']:.2f}; CPU "
+        f"{cp['c_batch']:.3f} s/batch, {1e6 * cp['c_row']:.2f} us/row"
+        if f and cp
+        else c["error"]
+    )
+    console.print(f"    {text}")
+    write_report(data, target)
+
+
+def klink_counts(predicted: float) -> list[int]:
+    """Every N from 0.75x to 1.33x the prediction (consecutive: the first recording's 3, 4, 6 left 5 unknown), at
+    most KLINK_MAX of them around the prediction."""
+    lo, hi = max(1, math.floor(KLINK_SPAN[0] * predicted)), max(2, math.ceil(KLINK_SPAN[1] * predicted))
+    ns = list(range(lo, hi + 1))
+    while len(ns) > KLINK_MAX:  # drop from the side farther from the prediction
+        ns.pop(0 if predicted - ns[0] > ns[-1] - predicted else -1)
+    return ns
 
 
 def capacity_command(
@@ -258,9 +291,10 @@ def capacity_command(
             "master": spark.sparkContext.master,
             "cores": spark.sparkContext.defaultParallelism,  # the pool the model's N queries share
             "spark": spark.version,
-            "sizing": f"calibration: each query alone, {calibration_seconds:g} s of input per run, asap at its "
-            f"calibration rate, then a {FIXED_TRIGGER:g}-s fixed trigger at that rate and at 3x it (first 5 s of "
-            "batches not fitted; CPU-seconds of the driver's process tree per run); checks: "
+            "sizing": f"calibration: each query alone, {calibration_seconds:g} s of input per run, asap at "
+            f"{', '.join(f'{k}x' for k in CALIBRATION_MULTIPLES)} its calibration rate (first 5 s of batches not "
+            "fitted; CPU-seconds of the driver's process tree per run); the checks' queries calibrated first, then "
+            "the checks, then the other queries; a forced GC before each check run; checks: "
             f"{duration:g} s of input per run, one run per setting; a {budget_minutes:g} min budget on starting "
             "check runs. One warm-up query (discarded) first.",
         },
@@ -268,29 +302,20 @@ def capacity_command(
         "checks": {},
         "recorded": [],
     }
-    queries = list(dict.fromkeys([single, *wls, *CALIBRATION]))
+    first = list(dict.fromkeys([single, *wls]))  # the checks' queries, then the checks, then the rest: the checks
+    rest = [q for q in CALIBRATION if q not in first]  # run on a JVM that has run fewer queries before them
     run_workload(spark, RunSpec(workload=single, admission="asap", rate=1000, duration=8.0, seed=2),
                  str(runs_dir / "jvm-warmup"))  # fmt: skip
-    for q in queries:
-        console.print(f"[{(time.time() - t0) / 60:5.1f} min] calibrating {q} at {CALIBRATION[q]:,} rows/s ...")
-        c = calibrate(spark, q, CALIBRATION[q], calibration_seconds, runs_dir)
-        data["calibration"].append(c)
-        sample_load(data["meta"])
-        f = c.get("fit")
-        cp = c.get("cpu")
-        text = (
-            f"a = {f['a']:.3f} s/batch, b = {1e6 * f['b']:.2f} us/row, R2 {f['r2']:.2f}; CPU "
-            f"{cp['c_batch']:.3f} s/batch, {1e6 * cp['c_row']:.2f} us/row"
-            if f and cp
-            else c["error"]
-        )
-        console.print(f"    {text}")
-        write_report(data, target)
+    for q in first:
+        _calibrate_one(spark, data, q, calibration_seconds, runs_dir, target, t0)
     check_single(spark, data, single, duration, runs_dir, budget_end)
     sample_load(data["meta"])
     write_report(data, target)
     check_klink(spark, data, wls, klink_rate, duration, runs_dir / "klink", budget_end)
     sample_load(data["meta"])
+    write_report(data, target)
+    for q in rest:
+        _calibrate_one(spark, data, q, calibration_seconds, runs_dir, target, t0)
     data["recorded"] = recorded_experiments(Path(results))
     finish_meta(data["meta"])
     md = write_report(data, target)

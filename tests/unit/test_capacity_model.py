@@ -176,3 +176,10 @@ def test_tree_cpu_seconds_counts_this_process_and_its_children():
     finally:
         child.communicate(b"")
     assert tree_cpu_seconds() - before >= 0.3  # reaped: its CPU now counts as this process's children's
+
+
+@pytest.mark.parametrize(("p", "ns"), [(4.2, [3, 4, 5, 6]), (1.0, [1, 2]), (20.0, [18, 19, 20, 21, 22]), (0.2, [1, 2])])
+def test_the_n_query_check_runs_consecutive_counts_around_the_prediction(p, ns):
+    from adaptstream_bench.capacity import klink_counts
+
+    assert klink_counts(p) == ns

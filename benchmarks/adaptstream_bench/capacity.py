@@ -40,7 +40,11 @@ CALIBRATION = {
     "LR1S": 1500, "LR1T": 1500, "LR2S": 32000, "CM1S": 32000, "CM1T": 32000, "CM2S": 32000,
     "YSB": 1000, "YSBZ": 1000, "DEBS": 1000, "DEBSP": 1000,
 }  # fmt: skip
-CALIBRATION_MULTIPLES = (1, 2, 3)  # asap at these multiples of the calibration rate
+FIXED_TRIGGER = 5.0  # seconds: the CPU fit's fixed-trigger runs
+#: (admission, multiple of the calibration rate) of a query's calibration runs, in order
+CALIBRATION_RUNS = (("asap", 1), ("asap", 3), ("fixed", 1), ("fixed", 3))
+WALL_FIT_RUNS = (("asap", 1), ("asap", 3))
+CPU_FIT_RUNS = (("asap", 1), ("fixed", 1), ("fixed", 3))
 SINGLE_FACTORS = (0.8, 1.0, 1.25)
 KLINK_SPAN = (0.75, 1.33)  # the N-query check runs every N from 0.75x to 1.33x the prediction (at most KLINK_MAX)
 KLINK_MAX = 5
@@ -118,32 +122,36 @@ def _calibration_batches(res) -> tuple[list[int], list[float]]:
 
 
 def calibrate(spark, query: str, rate: int, seconds: float, runs_dir: Path) -> dict:
-    """Three asap runs, at the calibration rate, 2x and 3x it: the regime the predictions speak of (batches back to
-    back: a fixed trigger's idle gaps made batches cheaper in the first recording), batch sizes that grow with the
-    rate, and batch and row counts that vary apart for the CPU fit."""
+    """Four runs. The wall-time fit takes the batches of two asap runs (the rate and 3x it): the regime the
+    predictions speak of, batches back to back (a fixed trigger's idle gaps made batches cheaper in the first
+    recording). The CPU fit takes the CPU totals of asap at the rate and of a fixed trigger at the rate and at 3x it:
+    batch and row counts vary apart, and the trigger's idle gaps show the demand (asap keeps the CPU busy whatever
+    the rate, so asap runs alone cannot separate the two costs)."""
     from adaptstream.app.runner import RunSpec, run_workload
     from adaptstream.metrics.summary import load_batches
 
     rows: list[int] = []
     secs: list[float] = []
     runs: list[dict] = []
-    for k in CALIBRATION_MULTIPLES:
+    for admission, k in CALIBRATION_RUNS:
         r = k * rate
-        spec = RunSpec(workload=query, admission="asap", rate=r, duration=seconds, seed=3, finish_timeout=30.0,
-                       warmup=5.0)  # fmt: skip
+        spec = RunSpec(workload=query, admission=admission, rate=r, duration=seconds, seed=3, trigger=FIXED_TRIGGER,
+                       finish_timeout=30.0, warmup=5.0)  # fmt: skip
         cpu0 = tree_cpu_seconds()
-        res = run_workload(spark, spec, str(runs_dir / "calibration" / f"{query}-{r}"))
+        res = run_workload(spark, spec, str(runs_dir / "calibration" / f"{query}-{admission}-{r}"))
         cpu = tree_cpu_seconds() - cpu0
-        n, p = _calibration_batches(res)
-        rows += n
-        secs += p
+        if (admission, k) in WALL_FIT_RUNS:
+            n, p = _calibration_batches(res)
+            rows += n
+            secs += p
         every = load_batches(res.metrics_dir)
-        runs.append({"admission": "asap", "rate": r, "batches": len(every),
+        runs.append({"admission": admission, "rate": r, "batches": len(every),
                      "rows": int(every["rows"].sum()) if len(every) else 0, "cpu_s": cpu})  # fmt: skip
     out: dict = {"query": query, "rate": rate, "rows": rows, "seconds": secs, "runs": runs}
     try:
         out["fit"] = fit_batches(rows, secs).as_dict()
-        out["cpu"] = fit_cpu([(r["batches"], r["rows"], r["cpu_s"]) for r in runs]).as_dict()
+        cpu_runs = [r for r in runs if (r["admission"], r["rate"] // rate) in CPU_FIT_RUNS]
+        out["cpu"] = fit_cpu([(r["batches"], r["rows"], r["cpu_s"]) for r in cpu_runs]).as_dict()
     except ValueError as e:
         out["error"] = str(e)
     return out
@@ -222,9 +230,7 @@ def check_klink(spark, data: dict, workloads: tuple[str, ...], rate: int, durati
 
 
 def _calibrate_one(spark, data: dict, q: str, seconds: float, runs_dir: Path, target: Path, t0: float) -> None:
-    console.print(
-        f"[{(time.time() - t0) / 60:5.1f} min] calibrating {q} at {CALIBRATION[q]:,} rows/s and multiples ..."
-    )
+    console.print(f"[{(time.time() - t0) / 60:5.1f} min] calibrating {q} at {CALIBRATION[q]:,} rows/s ...")
     c = calibrate(spark, q, CALIBRATION[q], seconds, runs_dir)
     data["calibration"].append(c)
     sample_load(data["meta"])
@@ -291,10 +297,11 @@ def capacity_command(
             "master": spark.sparkContext.master,
             "cores": spark.sparkContext.defaultParallelism,  # the pool the model's N queries share
             "spark": spark.version,
-            "sizing": f"calibration: each query alone, {calibration_seconds:g} s of input per run, asap at "
-            f"{', '.join(f'{k}x' for k in CALIBRATION_MULTIPLES)} its calibration rate (first 5 s of batches not "
-            "fitted; CPU-seconds of the driver's process tree per run); the checks' queries calibrated first, then "
-            "the checks, then the other queries; a forced GC before each check run; checks: "
+            "sizing": f"calibration: each query alone, {calibration_seconds:g} s of input per run: asap at its "
+            f"calibration rate and at 3x it (the wall-time fit, first 5 s of batches left out), a {FIXED_TRIGGER:g}-s "
+            "fixed trigger at the rate and at 3x it (with asap at the rate: the CPU fit, CPU-seconds of the driver's "
+            "process tree per run); the checks' queries calibrated first, then the checks, then the other queries; a "
+            "forced GC before each check run; checks: "
             f"{duration:g} s of input per run, one run per setting; a {budget_minutes:g} min budget on starting "
             "check runs. One warm-up query (discarded) first.",
         },

@@ -547,8 +547,11 @@ def _manifest_note(corpus_dir: str, n_loaded: int) -> str:
 def _write_json(ctx: Context) -> None:
     out = Path(ctx.cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    from adaptstream_bench.costmodel_report import targets
+
     payload = {
         "meta": finish_meta(ctx.meta),
+        "targets": targets(ctx.results),
         "results": ctx.results,
         "timings": ctx.timings,
         "config": asdict(ctx.cfg),

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from adaptstream.costmodel.train import CLASSIFICATION, REGRESSION, SHORT
+from adaptstream_bench.meta import verdict_table
 
 NAMES = {
     "throughput": "Throughput T",
@@ -99,27 +100,30 @@ def _png_bars(
     plt.close(fig)
 
 
-def _targets(results: Mapping[str, Any]) -> list[str]:
-    """Our figures against the paper's headline numbers (Costream Table III, Fig. 9)."""
+#: every target below compares a figure from SIMULATED labels with the paper's, measured on a real Storm testbed
+CONTEXT = "simulated labels against the paper's real testbed: context, not a like-for-like comparison"
+
+
+def targets(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Our figures against the paper's headline numbers (Costream Table III, Fig. 9), as the report's ``targets``."""
     e1, e2 = results.get("exp1"), results.get("exp2")
     if not e1:
         return []
-    rows = [
-        "## Against the paper's headline figures",
-        "",
-        "| figure | paper (Costream) | ours (simulated labels) | met? |",
-        "|---|---|---|---|",
-    ]
+    out: list[dict[str, Any]] = []
+
+    def add(name: str, rule: str, measured: str, met: bool) -> None:
+        out.append({"target": name, "rule": f"{rule} ({CONTEXT})", "measured": measured, "met": met})
+
     for m in REGRESSION:
         got = e1["gnn"].get(m, {}).get("q50")
         goal = PAPER_T3[m][0]
         ok = got is not None and not math.isnan(got) and got <= goal
-        rows.append(f"| {NAMES[m]} median q-error | <= {goal} | {_f(got)} | {'yes' if ok else 'no'} |")
+        add(f"{NAMES[m]} median q-error", f"<= {goal}, the paper's", _f(got), ok)
     for m in CLASSIFICATION:
         acc = e1["gnn"].get(m, {}).get("acc")
         goal = PAPER_T3[m][0]
         ok = acc is not None and not math.isnan(acc) and 100 * acc >= goal - 0.5
-        rows.append(f"| {NAMES[m]} accuracy | {goal}% | {_cell(e1['gnn'].get(m), m)[0]} | {'yes' if ok else 'no'} |")
+        add(f"{NAMES[m]} accuracy", f">= {goal}% - 0.5 points, the paper's", _cell(e1["gnn"].get(m), m)[0], ok)
     worse = []
     for m in REGRESSION:
         g, f = e1["gnn"].get(m, {}).get("q50"), e1["flat"].get(m, {}).get("q50")
@@ -127,19 +131,21 @@ def _targets(results: Mapping[str, Any]) -> list[str]:
     for m in CLASSIFICATION:
         g, f = e1["gnn"].get(m, {}).get("acc"), e1["flat"].get(m, {}).get("acc")
         worse.append(g is not None and f is not None and f < g)
-    rows.append(
-        f"| flat vector worse than GNN | all 5 metrics | {sum(worse)} of {len(worse)} metrics | "
-        f"{'yes' if all(worse) else 'no'} |"
-    )
+    add("flat vector worse than GNN", "on all 5 metrics, as in the paper", f"{sum(worse)} of {len(worse)} metrics",
+        all(worse))  # fmt: skip
     if e2:
         meds = {k: v["gnn_median"] for k, v in e2.items()}
         every = bool(meds) and all(not math.isnan(v) and v >= 10 for v in meds.values())
-        rows.append(
-            "| placement median speed-up, every query type (rule: each median >= 10x) | up to 21.34x | "
-            + ", ".join(f"{k} {_f(v)}x" for k, v in meds.items())
-            + f" | {'yes' if every else 'no'} |"
-        )
-    return [*rows, ""]
+        add("placement median speed-up, every query type", "each median >= 10x (the paper: up to 21.34x)",
+            ", ".join(f"{k} {_f(v)}x" for k, v in meds.items()), every)  # fmt: skip
+    return out
+
+
+def _targets(results: Mapping[str, Any]) -> list[str]:
+    ts = targets(results)
+    if not ts:
+        return []
+    return ["## Against the paper's headline figures", "", *verdict_table(ts), ""]
 
 
 def write_report(

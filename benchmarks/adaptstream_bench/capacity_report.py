@@ -264,9 +264,11 @@ def markdown(data: dict) -> str:
         heap_max = max((r.get("heap_max_mb") or 0 for r in data["checks"].get("klink", {}).get("runs", [])), default=0)
         fit_n = (heap_max - mem[1]) / mem[0] if mem[0] > 0 and heap_max else None
         lines.append(
-            f"Median driver JVM heap in use (no forced GC) against the number of running queries: {mem[0]:.1f} MB per "
-            f"query above {mem[1]:.0f} MB; the heap's maximum is {heap_max:,.0f} MB, so memory alone would allow "
-            f"about {_fmt(fit_n, 'queries')} queries (a linear extrapolation, not measured)."
+            f"Median driver JVM heap in use (once a second, no forced GC) against the number of running queries: "
+            f"{mem[0]:.1f} MB per query above {mem[1]:.0f} MB, of a {heap_max:,.0f} MB heap. Heap in use counts "
+            "garbage the JVM has not collected yet, so this is an upper bound on what a query keeps, and "
+            f"{_fmt(fit_n, 'queries')} queries (the heap's maximum over that slope) a lower bound on what memory "
+            "alone allows, not a measured limit: no run here failed for memory."
         )
     else:
         lines.append("Not measured: fewer than two query counts were sampled.")

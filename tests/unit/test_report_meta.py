@@ -23,7 +23,8 @@ RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 
 #: recorded before git ba7b4ae's universal meta; each to be re-run as one invocation (or deleted), see #55
 RECORDED_WITHOUT_META = {
-    "costmodel.json": "no meta (machine and timings only)",
+    "costmodel.json": "no meta (machine and timings only), no targets (the eval writes both now; a re-run needs the "
+    "40,000-trace corpus rebuilt)",
     "costmodel_fold_spread.json": "no meta (load only)",
     "costmodel_fold_spread_class_prior.json": "no meta (load only)",
     "costmodel_fold_spread_pooled.json": "no meta (load only)",

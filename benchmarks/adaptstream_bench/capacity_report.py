@@ -24,7 +24,7 @@ from adaptstream_bench.capacity_model import (
     single_query_rate,
     verdict,
 )
-from adaptstream_bench.meta import describe, rerender, verdict_table, write_report_files
+from adaptstream_bench.meta import report_head, rerender, verdict_table, write_report_files
 
 NAME = "capacity"
 MISSED_SHARE = 0.05
@@ -220,14 +220,8 @@ def _projection_lines(data: dict) -> list[str]:
 def markdown(data: dict) -> str:
     from adaptstream_bench import capacity_model
 
-    m = data["meta"]
     lines = [
-        "# Capacity model: predicted against measured breaking points (issue #56 item 6)",
-        "",
-        describe(m),
-        "",
-        f"Set-up: {m['sizing']}",
-        "",
+        *report_head("Capacity model: predicted against measured breaking points (issue #56 item 6)", data["meta"]),
         "## Model",
         "",
         (capacity_model.__doc__ or "").split("\n\n", 1)[1].strip(),

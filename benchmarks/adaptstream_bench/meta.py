@@ -185,6 +185,11 @@ def describe(meta: dict[str, Any]) -> str:
     return text + ".\n"
 
 
+def report_head(title: str, meta: dict[str, Any]) -> list[str]:
+    """A report's first lines: its title, the run it comes from (:func:`describe`) and its set-up (``sizing``)."""
+    return [f"# {title}", "", describe(meta), "", f"Set-up: {meta['sizing']}", ""]
+
+
 def targets_table(targets: list[tuple[str, str, str, bool | None]], unknown: str = "n/a") -> list[str]:
     """The Markdown table of a report's targets: (target, rule, measured, met), met None = ``unknown``."""
     lines = ["| target | rule | measured | verdict |", "|---|---|---|---|"]

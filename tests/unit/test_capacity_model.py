@@ -127,8 +127,23 @@ def test_recorded_experiments_read_the_committed_reports():
     assert bracket(klink["settings"])[:2] == (4, 8)  # default kept every deadline at N = 4, missed 86 % at 8
     cap = next(e for e in exps if e["source"] == "lmstream_capacity.json")
     assert bracket(cap["settings"])[:2] == (6000, 8000)
-    high = [e for e in exps if e["source"].startswith("lmstream_load_high") and e["query"] == "LR2S"]
-    assert bracket(high[0]["settings"])[1] is None  # 1,024,000 rows/s broke for the generator, not the query
+
+
+def test_a_break_the_generator_could_not_feed_is_not_the_querys():
+    from adaptstream_bench.capacity_report import _lmstream_load
+
+    runs = [
+        {"policy": "asap", "traffic": "constant", "workload": "LR2S", "rate": 512000, "holds": True},
+        {"policy": "asap", "traffic": "constant", "workload": "LR2S", "rate": 1024000, "holds": False,
+         "generator_limited": True},
+        {"policy": "asap", "traffic": "constant", "workload": "CM1T", "rate": 512000, "holds": True},
+        {"policy": "asap", "traffic": "constant", "workload": "CM1T", "rate": 1024000, "holds": False},
+        {"policy": "lmstream", "traffic": "constant", "workload": "CM1T", "rate": 128000, "holds": False},
+        {"policy": "asap", "traffic": "random", "workload": "CM1T", "rate": 128000, "holds": False},
+    ]  # fmt: skip
+    exps = {e["query"]: e for e in _lmstream_load(Path("x"), {"runs": runs})}
+    assert bracket(exps["LR2S"]["settings"])[:2] == (512000, None)
+    assert bracket(exps["CM1T"]["settings"])[:2] == (512000, 1024000)  # only asap under constant traffic counts
 
 
 def test_targets_from_fits_and_checks(tmp_path):

@@ -3,13 +3,13 @@ each experiment breaks, and check the predictions, in one invocation (issue #56 
 
 Three phases on one local SparkSession:
 
-1. **Calibration**: every query of the recorded experiments alone, asap at a low rate (small batches) and on a
-   fixed trigger at the same rate (large batches); P(n) = a + b n fitted per query on every data batch past the
-   warm-up.
+1. **Calibration**: every query of the recorded experiments alone (:func:`calibrate`: asap at a low rate and at 3x
+   it for the wall-time fit P(n) = a + b n, a fixed trigger at both rates for the CPU fit).
 2. **Checks run here**: the predicted breaking rate of one query under asap (``--single``), run at 0.8x, 1x and
    1.25x of it; the predicted number of concurrent queries Spark's default scheduling keeps on deadline
-   (``--klink-workloads`` at ``--klink-rate``), run at about 0.75x, 1x and 1.33x of it. The driver's JVM heap in
-   use is sampled every second during these runs (per-query memory).
+   (``--klink-workloads`` at ``--klink-rate``), run at every N from 0.75x to 1.33x of it (:func:`klink_counts`).
+   The driver's JVM heap in use is sampled every second during these runs (per-query memory). The checks' queries
+   are calibrated first, the checks run next, the other queries' calibration last.
 3. **Recorded experiments**: the brackets of the committed reports under ``--results`` (LMStream's rate searches,
    Klink's default at each N), each cited by its git revision; predicted with this run's fits.
 
@@ -29,8 +29,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from adaptstream_bench.capacity_model import fit_batches, fit_cpu, queries_per_driver, single_query_rate
-from adaptstream_bench.capacity_report import recorded_experiments, write_report
+from adaptstream_bench.capacity_model import fit_batches, fit_cpu
+from adaptstream_bench.capacity_report import deadline_of, fits_of, predict, recorded_experiments, write_report
 from adaptstream_bench.meta import ROOT, finish_meta, sample_load, start_meta
 
 console = Console()
@@ -133,6 +133,7 @@ def calibrate(spark, query: str, rate: int, seconds: float, runs_dir: Path) -> d
     rows: list[int] = []
     secs: list[float] = []
     runs: list[dict] = []
+    cpu_points: list[tuple[int, int, float]] = []
     for admission, k in CALIBRATION_RUNS:
         r = k * rate
         spec = RunSpec(workload=query, admission=admission, rate=r, duration=seconds, seed=3, trigger=FIXED_TRIGGER,
@@ -145,22 +146,17 @@ def calibrate(spark, query: str, rate: int, seconds: float, runs_dir: Path) -> d
             rows += n
             secs += p
         every = load_batches(res.metrics_dir)
-        runs.append({"admission": admission, "rate": r, "batches": len(every),
-                     "rows": int(every["rows"].sum()) if len(every) else 0, "cpu_s": cpu})  # fmt: skip
+        total = int(every["rows"].sum()) if len(every) else 0
+        runs.append({"admission": admission, "rate": r, "batches": len(every), "rows": total, "cpu_s": cpu})
+        if (admission, k) in CPU_FIT_RUNS:
+            cpu_points.append((len(every), total, cpu))
     out: dict = {"query": query, "rate": rate, "rows": rows, "seconds": secs, "runs": runs}
     try:
         out["fit"] = fit_batches(rows, secs).as_dict()
-        cpu_runs = [r for r in runs if (r["admission"], r["rate"] // rate) in CPU_FIT_RUNS]
-        out["cpu"] = fit_cpu([(r["batches"], r["rows"], r["cpu_s"]) for r in cpu_runs]).as_dict()
+        out["cpu"] = fit_cpu(cpu_points).as_dict()
     except ValueError as e:
         out["error"] = str(e)
     return out
-
-
-def _fits(data: dict) -> tuple[dict, dict]:
-    from adaptstream_bench.capacity_report import fits_of
-
-    return fits_of(data)
 
 
 def check_single(spark, data: dict, query: str, duration: float, runs_dir: Path, budget_end: float) -> None:
@@ -169,8 +165,7 @@ def check_single(spark, data: dict, query: str, duration: float, runs_dir: Path,
     from adaptstream_bench.lmstream_load import judge
 
     slide = WORKLOADS.get(query).lmstream_slide
-    fit = _fits(data)[0].get(query)
-    p = single_query_rate(fit, slide) if fit else None
+    p = predict({"kind": "single", "query": query}, *fits_of(data), data["meta"]["cores"])
     check: dict = {"query": query, "slide": slide, "predicted": p, "runs": [], "skipped": []}
     data["checks"]["single"] = check
     if not p:
@@ -194,19 +189,12 @@ def check_single(spark, data: dict, query: str, duration: float, runs_dir: Path,
 
 def check_klink(spark, data: dict, workloads: tuple[str, ...], rate: int, duration: float, work: Path,
                 budget_end: float) -> None:  # fmt: skip
-    from adaptstream.workloads import WORKLOADS
     from adaptstream_bench.klink import one_run
     from adaptstream_bench.klink_report import deadline_misses
 
-    fits, cpus = _fits(data)
-    ws = [WORKLOADS.get(w) for w in workloads]
-    slide = min(w.effective_slide_s for w in ws)
-    delay = max(w.watermark_delay_s for w in ws)
-    have = [w for w in workloads if w in fits and w in cpus]
-    p = None
-    if len(have) == len(workloads):
-        p = queries_per_driver([fits[w] for w in have], [cpus[w] for w in have], rate, slide, delay,
-                               data["meta"]["cores"])  # fmt: skip
+    slide, delay = deadline_of(workloads)
+    exp = {"kind": "klink", "workloads": list(workloads), "rate": rate}
+    p = predict(exp, *fits_of(data), data["meta"]["cores"])
     check: dict = {"workloads": list(workloads), "rate": rate, "slide": slide, "watermark_delay": delay,
                    "predicted": p, "runs": [], "skipped": []}  # fmt: skip
     data["checks"]["klink"] = check

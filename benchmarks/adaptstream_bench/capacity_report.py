@@ -40,7 +40,7 @@ def _slide(query: str) -> float:
     return WORKLOADS.get(query).lmstream_slide
 
 
-def _lmstream_load(path: Path, doc: dict) -> list[dict]:
+def _lmstream_load(doc: dict) -> list[dict]:
     """One experiment per query of constant traffic under asap; a break the generator could not feed is dropped
     (it is the generator's, not the query's)."""
     out = []
@@ -85,11 +85,11 @@ def _klink(doc: dict) -> list[dict]:
 def recorded_experiments(results: Path) -> list[dict]:
     """The breaking-point experiments of the committed reports under ``results``, each naming its source."""
     readers = {
-        "lmstream_capacity.json": lambda p, d: _lmstream_capacity(d),
+        "lmstream_capacity.json": _lmstream_capacity,
         "lmstream_load.json": _lmstream_load,
         "lmstream_load_high/lmstream_load.json": _lmstream_load,
-        "klink.json": lambda p, d: _klink(d),
-        "klink_n32/klink.json": lambda p, d: _klink(d),
+        "klink.json": _klink,
+        "klink_n32/klink.json": _klink,
     }
     out = []
     for rel, read in readers.items():
@@ -98,7 +98,7 @@ def recorded_experiments(results: Path) -> list[dict]:
             continue
         doc = json.loads(path.read_text())
         m = doc.get("meta", {})
-        for e in read(path, doc):
+        for e in read(doc):
             e.update(source=rel, git=m.get("git"), command=m.get("command"))
             out.append(e)
     return out
@@ -113,22 +113,23 @@ def fits_of(data: dict) -> tuple[dict[str, Fit], dict[str, CpuFit]]:
     )
 
 
-def predict(exp: dict, fits: dict[str, Fit], cpus: dict[str, CpuFit], cores: float) -> float | None:
+def deadline_of(workloads: list[str] | tuple[str, ...]) -> tuple[float, float]:
+    """(deadline, watermark delay) of a mix of queries: the smallest window slide, the largest delay."""
     from adaptstream.workloads import WORKLOADS
 
+    ws = [WORKLOADS.get(w) for w in workloads]
+    return min(w.effective_slide_s for w in ws), max(w.watermark_delay_s for w in ws)
+
+
+def predict(exp: dict, fits: dict[str, Fit], cpus: dict[str, CpuFit], cores: float) -> float | None:
     if exp["kind"] == "single":
         f = fits.get(exp["query"])
         return single_query_rate(f, _slide(exp["query"])) if f else None
-    ws = [WORKLOADS.get(w) for w in exp["workloads"]]
     if any(w not in fits or w not in cpus for w in exp["workloads"]):
         return None
+    slide, delay = deadline_of(exp["workloads"])
     return queries_per_driver(
-        [fits[w] for w in exp["workloads"]],
-        [cpus[w] for w in exp["workloads"]],
-        exp["rate"],
-        min(w.effective_slide_s for w in ws),
-        max(w.watermark_delay_s for w in ws),
-        cores,
+        [fits[w] for w in exp["workloads"]], [cpus[w] for w in exp["workloads"]], exp["rate"], slide, delay, cores
     )
 
 
@@ -183,16 +184,12 @@ def targets(data: dict) -> list[dict[str, Any]]:
 
 
 def _memory(data: dict) -> tuple[float, float] | None:
-    counts, heap = [], []
-    for r in data.get("checks", {}).get("single", {}).get("runs", []):
-        if r.get("heap_mb") is not None:
-            counts.append(1)
-            heap.append(r["heap_mb"])
-    for r in data.get("checks", {}).get("klink", {}).get("runs", []):
-        if r.get("heap_mb") is not None:
-            counts.append(int(r["queries"]))
-            heap.append(r["heap_mb"])
-    return memory_per_query(counts, heap)
+    """Heap per query from the checks: each one-query run at 1 query, each N-query run at its N."""
+    checks = data.get("checks", {})
+    runs = [(1, r) for r in checks.get("single", {}).get("runs", [])]
+    runs += [(int(r["queries"]), r) for r in checks.get("klink", {}).get("runs", [])]
+    points = [(n, r["heap_mb"]) for n, r in runs if r.get("heap_mb") is not None]
+    return memory_per_query([n for n, _ in points], [h for _, h in points])
 
 
 def _projection_lines(data: dict) -> list[str]:

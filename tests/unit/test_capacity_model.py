@@ -141,7 +141,7 @@ def test_a_break_the_generator_could_not_feed_is_not_the_querys():
         {"policy": "lmstream", "traffic": "constant", "workload": "CM1T", "rate": 128000, "holds": False},
         {"policy": "asap", "traffic": "random", "workload": "CM1T", "rate": 128000, "holds": False},
     ]  # fmt: skip
-    exps = {e["query"]: e for e in _lmstream_load(Path("x"), {"runs": runs})}
+    exps = {e["query"]: e for e in _lmstream_load({"runs": runs})}
     assert bracket(exps["LR2S"]["settings"])[:2] == (512000, None)
     assert bracket(exps["CM1T"]["settings"])[:2] == (512000, 1024000)  # only asap under constant traffic counts
 

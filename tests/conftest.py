@@ -1,6 +1,7 @@
 """Shared fixtures and the test tiers.
 
-One SparkSession for the whole run (cold start ~10 s), stopped at the end. Tiers are markers: ``spark`` (a real
+One SparkSession per pytest-xdist worker (cold start ~10 s), stopped at the end; the cluster tier runs on one worker
+in turn (its ``xdist_group``: fixed ports and cgroups). Tiers are markers: ``spark`` (a real
 SparkSession), ``cluster`` (a standalone cluster), ``redis`` (a real redis-server started by scripts/redis.sh),
 ``slow`` (more than a few seconds), ``gpu``. Tests that use the ``spark`` or ``redis_server`` fixtures or live in
 tests/spark or tests/cluster are marked here, and a test that starts Spark without the
@@ -144,6 +145,7 @@ def _has_cuda() -> bool:
 _TESTS = Path(__file__).parent
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the xdist_group marker added here
 def pytest_collection_modifyitems(config, items):
     """Mark the tiers from what a test uses and where it lives; skip GPU tests (with the reason) without CUDA."""
     for item in items:
@@ -155,6 +157,7 @@ def pytest_collection_modifyitems(config, items):
         if (_TESTS / "cluster") in path.parents:
             item.add_marker(pytest.mark.cluster)
             item.add_marker(pytest.mark.slow)
+            item.add_marker(pytest.mark.xdist_group("cluster"))  # one worker runs them in turn: fixed ports, cgroups
     if any("gpu" in item.keywords for item in items) and not _has_cuda():
         skip = pytest.mark.skip(reason="no CUDA GPU on this machine")
         for item in items:

@@ -30,7 +30,7 @@ def test_bench_composed_smoke(tmp_path):
     out = tmp_path / "report"
     args = [
         *("--out", str(out), "--configs", "spark,tuned", "--queries", "LR1S,CM2S", "--rate", "200"),
-        *("--duration", "15", "--warmup", "3", "--workers", "2", "--cpu", "50", "--port", "7186"),
+        *("--duration", "8", "--warmup", "2", "--workers", "2", "--cpu", "100", "--port", "7186"),
     ]
     res = subprocess.run(
         [sys.executable, "-m", "adaptstream.cli", "bench", "composed", *args],
@@ -44,7 +44,7 @@ def test_bench_composed_smoke(tmp_path):
         assert set(run["queries"]) == {"LR1S", "CM2S"} and run["executors"], run["config"]
         for name, q in run["queries"].items():
             assert q["batches"] and q["datasets"] and q["unfinished"] == 0, (run["config"], name)
-            assert sum(d["rows"] for d in q["datasets"]) == 200 * 15, (run["config"], name)  # every row, once
+            assert sum(d["rows"] for d in q["datasets"]) == 200 * 8, (run["config"], name)  # every row, once
     tuned = doc["runs"][1]
     assert tuned["controller"]["requests"] > 0  # Klink was asked before batches
     assert len(tuned["controller"]["registrations"]) == 2  # two queries to schedule, not one

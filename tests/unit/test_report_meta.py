@@ -31,7 +31,6 @@ RECORDED_WITHOUT_META = {
     "costmodel_real.json": "no meta (the command and git are in the Markdown only)",
     "costmodel_repeat.json": "meta has git and a date only",
     "klink.json": "no argv, no dirty flag",
-    "klink_n16_repeats/klink.json": "no argv, no dirty flag",
     "lmstream_load.json": "start time as text, no finish time, no argv, no dirty flag",
     "mapdevice.json": "no argv, no dirty flag, no targets",
 }

@@ -265,3 +265,11 @@ def test_the_scale_rule_is_judged_where_default_misses_deadlines(klink_means, fc
     assert [t["target"].split(" (")[0] for t in got] == ["klink mean at N=32", "klink p99 at N=32"]
     assert got[0]["met"] is met and "fcfs" in got[0]["measured"], got[0]
     assert "default missed 60% of deadlines" in got[0]["target"]
+
+
+def test_a_run_without_default_leaves_the_default_target_undecided():
+    """A repeats run of some baselines only (no default) measures nothing against default: undecided, not missed."""
+    res = _result(5.0)
+    res["runs"] = [r for r in res["runs"] if r["policy"] != "default"]
+    (t,) = targets(res)
+    assert (t["target"], t["met"], t["value"]) == ("klink vs default", None, None)

@@ -1,7 +1,7 @@
 """Shared fixtures and the test tiers.
 
 One SparkSession per pytest-xdist worker (cold start ~10 s), stopped at the end; the cluster tier runs on one worker
-in turn (its ``xdist_group``: fixed ports and cgroups). Tiers are markers: ``spark`` (a real
+in turn (``pytest_xdist_make_scheduler`` below: fixed ports and cgroups). Tiers are markers: ``spark`` (a real
 SparkSession), ``cluster`` (a standalone cluster), ``redis`` (a real redis-server started by scripts/redis.sh),
 ``slow`` (more than a few seconds), ``gpu``. Tests that use the ``spark`` or ``redis_server`` fixtures or live in
 tests/spark or tests/cluster are marked here, and a test that starts Spark without the
@@ -145,7 +145,6 @@ def _has_cuda() -> bool:
 _TESTS = Path(__file__).parent
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the xdist_group marker added here
 def pytest_collection_modifyitems(config, items):
     """Mark the tiers from what a test uses and where it lives; skip GPU tests (with the reason) without CUDA."""
     for item in items:
@@ -157,12 +156,25 @@ def pytest_collection_modifyitems(config, items):
         if (_TESTS / "cluster") in path.parents:
             item.add_marker(pytest.mark.cluster)
             item.add_marker(pytest.mark.slow)
-            item.add_marker(pytest.mark.xdist_group("cluster"))  # one worker runs them in turn: fixed ports, cgroups
     if any("gpu" in item.keywords for item in items) and not _has_cuda():
         skip = pytest.mark.skip(reason="no CUDA GPU on this machine")
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(skip)
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: absent (and harmless) without xdist
+def pytest_xdist_make_scheduler(config, log):
+    """Load scheduling with every test under tests/cluster in one work unit, so one worker runs them in turn (their
+    clusters use fixed ports and cgroups). Grouped by path, not by the ``xdist_group`` marker: pytest 9.2 no longer
+    shows xdist the marker's nodeid suffix, and the cluster tests then ran on both workers at once."""
+    from xdist.scheduler import LoadGroupScheduling
+
+    class ClusterInTurn(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "cluster" if nodeid.startswith("tests/cluster/") else nodeid
+
+    return ClusterInTurn(config, log)
 
 
 def _spark_context_active() -> bool:

@@ -66,6 +66,7 @@ def _ours(directory: Path) -> list[Path]:
     return [p for c in ("cpu", "memory", "cpuacct") for p in (CG / c).glob(tag + "-w*")]
 
 
+@pytest.mark.alone  # a CPU share / rate measurement: nothing else beside it
 def test_the_quota_slows_a_cpu_bound_task_and_stop_leaves_nothing_behind(tmp_path):
     _needs_cgroups()
     d = tmp_path / "cluster"

@@ -43,6 +43,7 @@ def _leftovers(prefix: str) -> list[str]:
     return out
 
 
+@pytest.mark.alone  # a CPU share / rate measurement: nothing else beside it
 @needs_root
 def test_cpu_quota_and_memory_limit_hold(tmp_path: Path) -> None:
     hosts = [HostSpec("q10", "small", 10.0, 256, 100.0), HostSpec("q20", "small", 20.0, 96, 100.0)]
@@ -125,6 +126,7 @@ def _transfer_mbits(tb: Testbed, host: str, upload: bool, nbytes: int) -> float:
     return nbytes * 8 / dt / 1e6
 
 
+@pytest.mark.alone  # a CPU share / rate measurement: nothing else beside it
 @needs_root
 def test_veth_transfer_is_capped_near_the_tbf_rate(tmp_path: Path) -> None:
     tb = Testbed(

@@ -265,7 +265,21 @@ def teardown(ledger: Ledger) -> list[str]:
         if run(["ip", "netns", "del", ns], check=False).returncode and ns in run(["ip", "netns"]).stdout:
             problems.append(f"netns {ns} could not be removed")
     for link in reversed(ledger.data["links"]):
-        exists = run(["ip", "link", "show", link], check=False).returncode == 0
-        if exists and run(["ip", "link", "del", link], check=False).returncode:
+        if _link_exists(link) and run(["ip", "link", "del", link], check=False).returncode and not _link_gone(link):
             problems.append(f"link {link} could not be removed")
     return problems
+
+
+def _link_exists(link: str) -> bool:
+    return run(["ip", "link", "show", link], check=False).returncode == 0
+
+
+def _link_gone(link: str, timeout_s: float = 10.0) -> bool:
+    """Whether the link disappears within timeout_s: a veth end goes with its peer's namespace, which the kernel
+    removes asynchronously, so ``ip link del`` can fail on a link that is already on its way out."""
+    deadline = time.monotonic() + timeout_s
+    while _link_exists(link):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True

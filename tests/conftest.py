@@ -181,17 +181,15 @@ def pytest_xdist_make_scheduler(config, log):
 @pytest.fixture(autouse=True)
 def _alone_when_it_measures(request, tmp_path_factory):
     """Under pytest-xdist a test marked ``alone`` (it measures CPU shares or transfer rates) runs with no other test
-    beside it: it holds a lock exclusively that every other test holds shared while it runs."""
+    beside it: it holds a lock exclusively that every other test holds shared while it runs (closing the file
+    releases it)."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         yield
         return
     lock = tmp_path_factory.getbasetemp().parent / "alone.lock"  # the run's directory, shared by its workers
     with open(lock, "a") as f:
         fcntl.flock(f, fcntl.LOCK_EX if "alone" in request.node.keywords else fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+        yield
 
 
 def _spark_context_active() -> bool:

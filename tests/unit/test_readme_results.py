@@ -22,14 +22,6 @@ LINK = re.compile(r"\((docs/results/[\w./-]+?\.md)\)")
 NUMBER = re.compile(r"(?:(?<![\w.)])-)?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")  # "0.48x-0.60x": a range, not -0.60
 
 
-def _klink_ratio(n: int, key: str) -> Callable[[dict], float]:
-    def ratio(doc: dict) -> float:
-        runs = {(r["queries"], r["policy"]): r for r in doc["runs"]}
-        return runs[(n, "klink")][key] / runs[(n, "default")][key]
-
-    return ratio
-
-
 def _capacity_cpu_ratio(workload: str, rate: int) -> Callable[[dict], float]:
     def ratio(doc: dict) -> float:
         cpu = {
@@ -47,8 +39,6 @@ def _capacity_cpu_ratio(workload: str, rate: int) -> Callable[[dict], float]:
 
 #: (report JSON, figure as quoted) -> how the figure follows from that JSON
 DERIVED: dict[tuple[str, str], Callable[[dict], float]] = {
-    ("klink.json", "0.54x"): _klink_ratio(8, "mean_s"),
-    ("klink.json", "0.50x"): _klink_ratio(8, "p99_s"),
     ("lmstream_capacity.json", "0.79x"): _capacity_cpu_ratio("LR1S", 4000),
 }
 

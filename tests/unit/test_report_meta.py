@@ -29,7 +29,6 @@ RECORDED_WITHOUT_META = {
     "costmodel_fold_spread_class_prior.json": "no meta (load only)",
     "costmodel_fold_spread_pooled.json": "no meta (load only)",
     "costmodel_real.json": "no meta (the command and git are in the Markdown only)",
-    "klink.json": "no argv, no dirty flag",
     "lmstream_load.json": "start time as text, no finish time, no argv, no dirty flag",
     "mapdevice.json": "no argv, no dirty flag, no targets",
 }

@@ -25,7 +25,7 @@ def test_bench_prompt_elastic_smoke(tmp_path):
     out = tmp_path / "report"
     args = [
         *("--out", str(out), "--workers", "2", "--port", "7181", "--rate", "300", "--duration", "14"),
-        *("--warmup", "4", "--period", "8", "--trigger", "2", "--patterns", "step"),
+        *("--warmup", "4", "--app-warmup", "4", "--period", "8", "--trigger", "2", "--patterns", "step"),
         *("--policies", "prompt,static_mean,dynamic_allocation", "--size-by", "rule"),
     ]
     res = subprocess.run(

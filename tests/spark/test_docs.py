@@ -45,16 +45,24 @@ def _blocks(lang: str) -> list[tuple[str, str]]:
     return [(p.name, m.group(2)) for p in DOCS for m in FENCE.finditer(p.read_text()) if m.group(1) == lang]
 
 
+SELF_CONTAINED = ("adaptstream demo", "adaptstream --help")  # read nothing an earlier command wrote
+
+
 def _command_blocks() -> list[list[str]]:
-    """The adaptstream commands of each bash block, in order (a block's later commands use the earlier ones' output)."""
-    blocks = []
+    """The adaptstream commands of each bash block, in order (a block's later commands use the earlier ones' output).
+    A self-contained command the docs repeat word for word runs in its first block only (the demo is about a minute)."""
+    blocks, seen = [], set()
     for _, body in _blocks("bash"):
         cmds = []
         for line in body.splitlines():
             for part in line.split("#", 1)[0].split("&&"):
                 part = part.strip()
-                if part.startswith("adaptstream") and not part.startswith(SKIP):
-                    cmds.append(part)
+                if not part.startswith("adaptstream") or part.startswith(SKIP):
+                    continue
+                if part in SELF_CONTAINED and part in seen:
+                    continue
+                seen.add(part)
+                cmds.append(part)
         if cmds:
             blocks.append(cmds)
     return blocks

@@ -27,9 +27,9 @@ def _generator(name: str):
     return build_generator(name, seed=11), 55, 300
 
 
-def _write_input(out: Path, workload) -> None:
-    gen, seconds, rate = _generator(workload.generator)
-    write_run(gen, workload, out, [rate] * seconds)
+def _write_input(out: Path, workload, seconds: int | None = None) -> None:
+    gen, default_seconds, rate = _generator(workload.generator)
+    write_run(gen, workload, out, [rate] * (seconds or default_seconds))
 
 
 def _stream(
@@ -142,7 +142,7 @@ def test_restart_from_checkpoint_and_replayed_batch(spark, tmp_path):
 def test_sigkill_of_the_driver_between_write_and_commit(spark, tmp_path):
     """A real kill -9 of the driver process inside foreachBatch, then a restart: results equal the oracle."""
     w = WORKLOADS.get("CM1S")
-    _write_input(tmp_path / "in", w)
+    _write_input(tmp_path / "in", w, seconds=24)  # 4 batches of 6 datasets: killed in the third, two after restart
     work = tmp_path / "work"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"), "SPARK_LOCAL_IP": "127.0.0.1"}
     driver = [

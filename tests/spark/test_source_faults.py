@@ -212,7 +212,8 @@ def _put_parquet(path: str, rows: list[tuple[str, int]]) -> None:
 def test_kill_9_of_the_driver_mid_stream_then_restart_loses_and_duplicates_nothing(spark, tmp_path, fmt):
     src, out, ck, state = (str(tmp_path / p) for p in ("in", "out", "ck", "state"))
     os.makedirs(src)
-    for i in range(40):
+    files = 16  # one per batch: the kill comes after 4 commits, the restart drains the rest
+    for i in range(files):
         if fmt == "csv":
             _put(f"{src}/{i:03d}.csv", [f"k{i},{j}" for j in range(50)])
         else:
@@ -233,6 +234,7 @@ def test_kill_9_of_the_driver_mid_stream_then_restart_loses_and_duplicates_nothi
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers, mid-batch
         proc.wait()
+    assert len([c for c in os.listdir(commits) if c.isdigit()]) < files  # killed mid-stream: the restart has work
     done = subprocess.run(
         [sys.executable, str(script), src, out, ck, state, "drain", fmt],
         env=env,
@@ -242,5 +244,5 @@ def test_kill_9_of_the_driver_mid_stream_then_restart_loses_and_duplicates_nothi
     )
     assert done.returncode == 0, done.stderr[-2000:]
     streamed = _rows(spark.read.parquet(out))
-    assert len(streamed) == 40 * 50
+    assert len(streamed) == files * 50
     assert streamed == (_batch(spark, src) if fmt == "csv" else _rows(spark.read.parquet(src)))

@@ -25,9 +25,6 @@ RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 RECORDED_WITHOUT_META = {
     "costmodel.json": "no meta (machine and timings only), no targets (the eval writes both now; a re-run needs the "
     "40,000-trace corpus rebuilt)",
-    "costmodel_fold_spread.json": "no meta (load only)",
-    "costmodel_fold_spread_class_prior.json": "no meta (load only)",
-    "costmodel_fold_spread_pooled.json": "no meta (load only)",
     "costmodel_real.json": "no meta (the command and git are in the Markdown only)",
     "lmstream_load.json": "start time as text, no finish time, no argv, no dirty flag",
     "mapdevice.json": "no argv, no dirty flag, no targets",

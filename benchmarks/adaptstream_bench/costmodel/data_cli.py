@@ -147,7 +147,8 @@ def testbed_corpus(
         str | None,
         typer.Option(
             help="Exp. 2 instead of the corpus: pairs of initial placement and the placement this model (gnn or "
-            "flat, from --models) chooses, for queries --first-query onwards"
+            "flat, from --models) chooses, or a random valid one (random, the baseline), for queries --first-query "
+            "onwards"
         ),
     ] = None,
     models: Annotated[
@@ -295,12 +296,15 @@ def _pairs_of_types(seed: int, first_query: int, n: int, types: str) -> list[int
 
 
 def _load_chooser(name: str, models: Path) -> Any:
-    """The placement predictor saved by `costmodel eval-real` (trained on every real corpus trace)."""
+    """The placement predictor saved by `costmodel eval-real` (trained on every real corpus trace); None for
+    `random`, the baseline that draws one valid placement per query."""
     from adaptstream.errors import ConfigError
 
-    if name not in ("gnn", "flat"):
-        msg = f"unknown --chooser {name!r}; valid choices: gnn, flat"
+    if name not in ("gnn", "flat", "random"):
+        msg = f"unknown --chooser {name!r}; valid choices: gnn, flat, random"
         raise ConfigError(msg)
+    if name == "random":
+        return None
     path = models / name
     if not path.is_dir():
         msg = f"no {name} models in {path}; run `adaptstream costmodel eval-real` first (it writes them)"

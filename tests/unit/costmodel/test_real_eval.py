@@ -416,7 +416,7 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(
     _, _, placement, kind, extra = place(1, HOSTS)
     assert kind == "gnn" and extra["query_index"] == 1003
     assert placement_violations(q, HOSTS, placement) == []
-    with pytest.raises(Exception, match="valid choices: gnn, flat"):
+    with pytest.raises(Exception, match="valid choices: gnn, flat, random"):
         _load_chooser("best", tmp_path / "models")
 
 
@@ -537,3 +537,18 @@ def test_hostset_medians_are_one_choosers() -> None:
     sets = ev.hostset_speedups(ts + other)
     assert sets["small,large"]["median_all"] == 3.0 and sets["small,large"]["n_valid"] == 1
     assert ev.hostset_speedups(ts + other, chooser="gnnrate")["small,large"]["median_all"] == 9.0
+
+
+def test_the_random_chooser_draws_a_valid_placement_per_query_the_same_on_every_call():
+    """The baseline chooser of Exp. 2 (#55): no model, one random placement obeying Fig. 5, fixed by the query."""
+    assert _load_chooser("random", Path("no-models-needed")) is None
+    place = chosen_placer(0, 1000, None, "random")
+    drawn = []
+    for i in range(1, 40, 2):
+        q, _, placement, kind, extra = place(i, HOSTS)
+        assert kind == "random" and extra["chooser"] == "random" and "same_as_initial" in extra
+        assert placement_violations(q, HOSTS, placement) == []
+        assert place(i, HOSTS)[2] == placement  # a rerun of the pair places the query the same way
+        drawn.append(extra["same_as_initial"])
+    assert not all(drawn)  # not the initial placement under another name
+    assert place(0, HOSTS)[3] == "initial"

@@ -397,7 +397,8 @@ def chosen_placer(seed: int, first_query: int, predictor: Any, name: str, target
     """Exp. 2 on the testbed: trace pair k runs query `first_query + k` of the generator (pick `first_query` past
     the training corpus, so the model has never seen the query) under the heuristic initial placement (even i)
     and under the placement the cost model `predictor` chooses for `target` (odd i; `PlacementOptimizer`,
-    Costream Sec. V)."""
+    Costream Sec. V). With `predictor` None the odd run takes one random valid placement instead (Fig. 5 rules,
+    drawn from the query's index): the chooser a model has to beat."""
     from adaptstream.costmodel.optimizer import PlacementOptimizer
 
     def place(i: int, host_records: list[Host]) -> tuple[QueryGraph, dict[str, Any], dict[str, str], str, dict]:
@@ -407,6 +408,9 @@ def chosen_placer(seed: int, first_query: int, predictor: Any, name: str, target
         extra: dict[str, Any] = {"query_index": j, "chooser": name, "target": target}
         if i % 2 == 0:
             return q, params, init, "initial", extra
+        if predictor is None:
+            chosen = sample_placement(q, host_records, np.random.default_rng([seed, j, 2]))
+            return q, params, chosen, name, extra | {"same_as_initial": chosen == init}
         d = PlacementOptimizer(predictor, target, seed=j).optimize(q, host_records)
         extra |= {
             "predicted": {k: round(float(v), 3) for k, v in d.chosen.predictions.items()},

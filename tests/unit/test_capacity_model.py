@@ -124,7 +124,8 @@ def test_recorded_experiments_read_the_committed_reports():
     assert {"lmstream_capacity.json", "lmstream_load.json", "klink.json"} <= sources
     klink = next(e for e in exps if e["source"] == "klink.json")
     assert klink["kind"] == "klink" and klink["rate"] == 300
-    assert bracket(klink["settings"])[:2] == (4, 8)  # default kept every deadline at N = 4, missed 86 % at 8
+    # klink.json of 2026-12-07 (git 13b1dee): default missed 27 % of deadlines already at N = 4, its smallest N
+    assert bracket(klink["settings"])[:2] == (None, 4)
     cap = next(e for e in exps if e["source"] == "lmstream_capacity.json")
     assert bracket(cap["settings"])[:2] == (6000, 8000)
 

@@ -212,7 +212,7 @@ def _put_parquet(path: str, rows: list[tuple[str, int]]) -> None:
 def test_kill_9_of_the_driver_mid_stream_then_restart_loses_and_duplicates_nothing(spark, tmp_path, fmt):
     src, out, ck, state = (str(tmp_path / p) for p in ("in", "out", "ck", "state"))
     os.makedirs(src)
-    files = 16  # one per batch: the kill comes after 4 commits, the restart drains the rest
+    files = 16  # one per batch: killed once the commits directory holds 4 entries (2 commits and their .crc)
     for i in range(files):
         if fmt == "csv":
             _put(f"{src}/{i:03d}.csv", [f"k{i},{j}" for j in range(50)])

@@ -34,7 +34,7 @@ from adaptstream.costmodel.ensemble import CostEnsembles
 from adaptstream.costmodel.generate import BASE_TYPES, base_type
 from adaptstream.costmodel.model import Trace, query_key, read_traces
 from adaptstream.costmodel.qerror import balanced_accuracy, q_summary
-from adaptstream.costmodel.train import METRICS, REGRESSION, SHORT, GraphDataset, TrainConfig
+from adaptstream.costmodel.train import CLASSIFICATION, METRICS, REGRESSION, SHORT, GraphDataset, TrainConfig
 from adaptstream.errors import CostModelError
 from adaptstream_bench.costmodel.testbed.bprules import LATEST, RULES, recorded_rule, verdict
 from adaptstream_bench.costmodel_real_fit import (
@@ -48,6 +48,7 @@ from adaptstream_bench.costmodel_real_fit import (
     fine_tune_sim,
     fit_diagnostics,
     fit_flat,
+    fit_prior_alone,
     fit_real,
     pooled,
     predict,
@@ -57,7 +58,9 @@ from adaptstream_bench.costmodel_real_fit import (
 from adaptstream_bench.meta import load_range
 
 Log = Callable[[str], None]
-MODELS = ("sim_zero_shot", "sim_fine_tuned", "real_only", "both_gnns", "selected", "flat_real")
+MODELS = ("sim_zero_shot", "sim_fine_tuned", "real_only", "both_gnns", "selected", "flat_real", "prior_alone")
+#: models that predict only some metrics (the others are reported as "no model", not as unpredicted traces)
+MODEL_METRICS: dict[str, tuple[str, ...]] = {"prior_alone": CLASSIFICATION}
 DIAG = "_fit_diagnostics"  # _fit_fold's entry with the real-only members' training record, not a model
 SUCCESS_RULES = ("rerun", "run")  # how a corpus trace's success label is judged (with_success_rule)
 
@@ -167,7 +170,7 @@ def scores(pred: dict[str, np.ndarray], ds: GraphDataset) -> dict[str, Any]:
         idx = ds.usable(m)
         p = pred.get(m)
         if p is None:
-            out[SHORT[m]] = {"n": 0, "note": "no model (too few labelled traces)"}
+            out[SHORT[m]] = {"n": 0, "note": "no model (too few labelled traces, or the model predicts no such metric)"}
             continue
         p = np.asarray(p, dtype=float)[idx]
         have = np.isfinite(p)
@@ -253,6 +256,7 @@ def _fit_fold(
     tr_i, va_i = split_queries(train_idx, qidx, frac, seed, slice_strata(ds, qidx, cfg))
     train, val = ds.subset(tr_i), ds.subset(va_i)
     fitted: dict[str, dict[str, Any]] = {"real_only": fit_real(train, val, cfg), "flat_real": fit_flat(train, val)}
+    fitted["prior_alone"] = fit_prior_alone(train, val)
     fitted[DIAG] = fit_diagnostics(fitted["real_only"], val, cfg.real_seconds)
     if sim is not None:
         both = np.concatenate([tr_i, va_i])
@@ -285,7 +289,9 @@ def cross_validate(
     if sim is not None:
         results["sim_zero_shot"] = {"1.0": scores(sim.predict_graphs(ds.graphs), ds)}
     for frac in cfg.fractions:
-        oof: dict[str, dict[str, np.ndarray]] = {k: {m: np.full(n, np.nan) for m in METRICS} for k in MODELS[1:]}
+        oof: dict[str, dict[str, np.ndarray]] = {
+            k: {m: np.full(n, np.nan) for m in MODEL_METRICS.get(k, METRICS)} for k in MODELS[1:]
+        }
         for f in range(cfg.folds):
             test, train_idx = np.flatnonzero(folds == f), np.flatnonzero(folds != f)
             fitted = _fit_fold(ds, train_idx, qidx, sim, cfg, frac, cfg.seed + f)

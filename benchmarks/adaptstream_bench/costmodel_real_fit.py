@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from adaptstream.costmodel.ensemble import CostEnsembles, MetricEnsemble
+from adaptstream.costmodel.loadprior import LoadPrior
 from adaptstream.costmodel.train import (
     CLASSIFICATION,
     METRICS,
@@ -220,6 +221,31 @@ def fit_flat(train: GraphDataset, val: GraphDataset) -> dict[str, Any]:
         except Exception as exc:  # lightgbm refuses one-class labels in a tiny fold
             if "label" not in str(exc).lower():
                 raise
+    return out
+
+
+@dataclass(frozen=True)
+class PriorAlone:
+    """The load prior with no GNN (costmodel/loadprior.py): a reviewer's baseline for the class metrics (#55), so
+    a GNN's success or backpressure figure stands beside what two load numbers predict alone."""
+
+    metric: str
+    prior: LoadPrior
+
+    def predict_graphs(self, graphs: Any) -> dict[str, np.ndarray]:
+        return {self.metric: 1.0 / (1.0 + np.exp(-np.clip(self.prior.logits(graphs), -30.0, 30.0)))}
+
+
+def fit_prior_alone(train: GraphDataset, val: GraphDataset) -> dict[str, PriorAlone]:
+    """Per class metric, the load prior fitted on the training and early-stopping traces (it needs no early stop)."""
+    out = {}
+    for m in CLASSIFICATION:
+        graphs, ys = [], []
+        for ds in (train, val):
+            use = ds.usable(m)
+            graphs += [ds.graphs[i] for i in use]
+            ys.append(ds.column(m)[use])
+        out[m] = PriorAlone(m, LoadPrior.fit(graphs, np.concatenate(ys)))
     return out
 
 

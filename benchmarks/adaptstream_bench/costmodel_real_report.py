@@ -26,6 +26,8 @@ LABELS = {
     "selected": "per metric, the fine-tuned or the real-only GNN, whichever predicted held-back queries of the "
     "training folds better (20 % of their queries; the test fold is never looked at); {pooled}",
     "flat_real": "flat-vector LightGBM on the real training folds",
+    "prior_alone": "the load prior alone, no GNN: a logistic regression on the busiest host's load per core and per "
+    "MB, fitted on the real training folds (costmodel/loadprior.py; R_O and S only)",
 }
 
 
@@ -291,7 +293,7 @@ def write(res: dict[str, Any], out: Path, command: str, meta: dict[str, Any]) ->
             cells += [f"{_f(sc[k].get('acc'))} / {_f(sc[k].get('balanced_acc'))}" for k in ("R_O", "S")]
             share = "-" if name == "sim_zero_shot" else f"{float(frac):.0%}"
             lines.append(f"| {name} | {share} | " + " | ".join(cells) + " |")
-    lines += ["", *[f"- `{k}`: {_label(k, res)}" for k in LABELS], *_seed_spread(res)]
+    lines += ["", *[f"- `{k}`: {_label(k, res)}" for k in LABELS if k in res["cv"]], *_seed_spread(res)]
     lines += ["", "![accuracy](costmodel_real.png)", ""]
     lines += _partitions(res)
     lines += _selection(res)

@@ -367,6 +367,9 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(
     assert top["selected"]["S_other_rule"]["n"] == 40  # the same predictions against the 35-s labels
     assert set(res["cv"]) == set(ev.MODELS)
     assert res["cv"]["sim_fine_tuned"]["1.0"]["Lp"]["n"] > 0
+    prior = res["cv"]["prior_alone"]["1.0"]  # the load prior alone: a class-metric baseline beside the GNNs (#55)
+    assert prior["S"]["n"] == 40 and prior["R_O"]["n"] == 20 and prior["S"]["unpredicted"] == 0
+    assert prior["T"]["n"] == 0 and "no model" in prior["T"]["note"]
     assert res["bp_rules"] == {"end-backlog": 20, "lag-growth": 20} and res["n_bp_labelled"] == 20
     assert res["bp_left_out"] == {"end-backlog": 20}
     lag = [bool(t.labels and t.labels.backpressure) for t in corpus[:20]]
@@ -552,3 +555,36 @@ def test_the_random_chooser_draws_a_valid_placement_per_query_the_same_on_every_
         drawn.append(extra["same_as_initial"])
     assert not all(drawn)  # not the initial placement under another name
     assert place(0, HOSTS)[3] == "initial"
+
+
+def test_the_prior_alone_baseline_predicts_from_the_busiest_hosts_load() -> None:
+    """eval-real's `prior_alone` row: fitted on training and early-stopping traces, it predicts only the classes,
+    and a busier placement gets a lower success probability when the labels say so."""
+    from types import SimpleNamespace
+
+    from adaptstream.costmodel.features import HOST, NUMERIC
+    from adaptstream.costmodel.loadprior import FEATURES
+
+    col = NUMERIC[HOST].index(FEATURES[0])
+
+    def graph(load: float) -> Any:
+        x = np.zeros((2, len(NUMERIC[HOST])))
+        x[0, col] = load  # the busiest of two hosts
+        return SimpleNamespace(numeric={HOST: x})
+
+    class Fake:
+        def __init__(self, loads: list[float]) -> None:
+            self.graphs = [graph(v) for v in loads]
+            self.y = np.array([1.0 if v < 2.0 else 0.0 for v in loads])  # success below a load of 2
+
+        def usable(self, metric: str) -> np.ndarray:
+            return np.arange(len(self.graphs))
+
+        def column(self, metric: str) -> np.ndarray:
+            return self.y
+
+    rng = np.random.default_rng(0)
+    models = fit.fit_prior_alone(Fake(list(rng.uniform(0, 4, 60))), Fake([0.5, 3.5]))  # type: ignore[arg-type]
+    assert set(models) == {"success", "backpressure"}
+    p = models["success"].predict_graphs([graph(0.5), graph(1.5), graph(2.5), graph(3.5)])["success"]
+    assert list(p >= 0.5) == [True, True, False, False] and np.all(np.diff(p) < 0)

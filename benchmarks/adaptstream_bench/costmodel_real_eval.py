@@ -458,6 +458,35 @@ def exp2_speedups(traces: Sequence[Trace]) -> dict[str, Any]:
     return out
 
 
+def versus_baseline(traces: Sequence[Trace], baseline: str = "random") -> dict[str, Any]:
+    """Per chooser and query type, on the queries both it and `baseline` ran: median of the baseline's chosen Lp
+    over the chooser's (above 1: the chooser's placement was faster). Why beside initial / chosen: the initial
+    placement puts sources and their operators on the weakest hosts, so a speed-up over it says little about the
+    model; a random valid placement is the floor a learned chooser has to clear (Costream Exp. 2's own baseline)."""
+    chosen: dict[tuple[str, int], Trace] = {}
+    for t in traces:
+        c = str(t.meta.get("chooser", ""))
+        if c and t.meta.get("placement_kind") == c:
+            chosen[(c, query_key(t))] = t
+    base = {q: t for (c, q), t in chosen.items() if c == baseline}
+    out: dict[str, Any] = {}
+    for (c, q), t in sorted(chosen.items()):
+        if c == baseline or q not in base:
+            continue
+        row = out.setdefault(c, {}).setdefault(base_type(t.query.query_type), {"n": 0, "ratios": []})
+        row["n"] += 1
+        lb, lc = base[q].labels, t.labels
+        if lb and lc and lb.success and lc.success and lb.proc_latency_ms and lc.proc_latency_ms:
+            row["ratios"].append(round(lb.proc_latency_ms / lc.proc_latency_ms, 3))
+        else:  # which side wrote no row: a failed run is counted, never dropped silently
+            row["only_chooser_ok"] = row.get("only_chooser_ok", 0) + int(bool(lc and lc.success))
+            row["only_baseline_ok"] = row.get("only_baseline_ok", 0) + int(bool(lb and lb.success))
+    for per_type in out.values():
+        for row in per_type.values():
+            row["n_valid"], row["median"] = len(row["ratios"]), _median(row["ratios"])
+    return out
+
+
 def host_set(t: Trace) -> str:
     """A trace's host set as its categories in host order, e.g. "small,medium,large"."""
     return ",".join(h.category or h.id for h in t.hosts)
@@ -561,6 +590,7 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
         },
         "corpus_hosts": sets[0],
         "exp2": exp2_speedups(main_exp2),
+        "exp2_vs_random": versus_baseline(main_exp2, "random"),
         "exp2_load1": {c: load_range([t for t in main_exp2 if t.meta.get("chooser") == c]) for c in choosers},
         "exp2_hostsets": hostset_speedups(exp2),
         "seconds": round(time.monotonic() - t0, 1),

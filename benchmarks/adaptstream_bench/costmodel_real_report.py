@@ -195,6 +195,10 @@ def _summary(res: dict[str, Any]) -> dict[str, Any]:
         "placement_speedup_median_by_chooser": {
             c: {bt: per.get(bt, {}).get("median") for bt in BASE_TYPES} for c, per in sorted(res["exp2"].items())
         },
+        "placement_vs_random_median": {  # random's Lp / the chooser's, queries both ran (none before git e0c9429)
+            c: {bt: per.get(bt, {}).get("median") for bt in BASE_TYPES}
+            for c, per in sorted((res.get("exp2_vs_random") or {}).items())
+        },
         "placement_speedup_by_host_set": {
             hs: {
                 "cpu_ratio": d["cpu_ratio"],
@@ -321,9 +325,32 @@ def write(res: dict[str, Any], out: Path, command: str, meta: dict[str, Any]) ->
             one = f"{row.get('n_only_chosen_ok', '-')} / {row.get('n_only_initial_ok', '-')}"
             lines.append(f"| {bt} | {row['n']} | {row['n_valid']} | {one} | {_f(row['median'])} | {sp} |")
         lines.append("")
+    lines += _versus_random(res)
     lines += _heterogeneity(res)
     (out / "costmodel_real.md").write_text("\n".join(lines) + "\n")
     return out / "costmodel_real.md"
+
+
+def _versus_random(res: dict[str, Any]) -> list[str]:
+    """Each chooser against the random-placement chooser on the queries both ran (none before git e0c9429)."""
+    vs = res.get("exp2_vs_random") or {}
+    if not vs:
+        return []
+    lines = [
+        "### Against a random valid placement",
+        "",
+        "On the queries that `--chooser random` also ran: random's Lp / the chooser's Lp (above 1: the chooser's "
+        "placement was faster). The initial placement puts sources and their operators on the weakest hosts, so this "
+        "is the comparison that says whether the model chose well.",
+        "",
+        "| chooser | query type | queries | both succeeded | only chooser / only random succeeded | median |",
+        "|---|---|---|---|---|---|",
+    ]
+    for chooser, per_type in sorted(vs.items()):
+        for bt, row in sorted(per_type.items()):
+            one = f"{row.get('only_chooser_ok', 0)} / {row.get('only_baseline_ok', 0)}"
+            lines.append(f"| {chooser} | {bt} | {row['n']} | {row['n_valid']} | {one} | {_f(row['median'])} |")
+    return [*lines, ""]
 
 
 def _partitions(res: dict[str, Any]) -> list[str]:

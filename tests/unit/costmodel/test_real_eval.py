@@ -117,12 +117,13 @@ def test_eval_real_draws_by_stratum_only_when_asked(monkeypatch: pytest.MonkeyPa
     assert seen == [frozenset(), frozenset({1})]
 
 
-def _exp2_trace(j: int, kind: str, lp: float | None, hosts: list[Host] = HOSTS) -> Trace:
+def _exp2_trace(j: int, kind: str, lp: float | None, hosts: list[Host] = HOSTS, chooser: str = "gnn") -> Trace:
     q, _ = realise(query_for(0, 1000 + j))
     ok = lp is not None
     lab = Labels(5.0, (lp or 0) * 2 if ok else None, lp, False, ok, origin="real")
-    meta = {"query_index": 1000 + j, "placement_kind": kind, "chooser": "gnn", "same_as_initial": False}
-    return Trace(f"tbxgnn-0-{2 * j + (kind != 'initial'):05d}", q, hosts, initial_placement(q, hosts), lab, meta)
+    meta = {"query_index": 1000 + j, "placement_kind": kind, "chooser": chooser, "same_as_initial": False}
+    tid = f"tbx{chooser}-0-{2 * j + (kind != 'initial'):05d}"
+    return Trace(tid, q, hosts, initial_placement(q, hosts), lab, meta)
 
 
 def test_exp2_speedup_is_initial_over_chosen_lp_and_skips_failed_runs() -> None:
@@ -137,6 +138,20 @@ def test_exp2_speedup_is_initial_over_chosen_lp_and_skips_failed_runs() -> None:
     assert sum(per["n_valid"] for per in res.values()) == 1
     assert sum(per["n_only_initial_ok"] for per in res.values()) == 1
     assert sum(per["n_only_chosen_ok"] for per in res.values()) == 2
+
+
+def test_a_chooser_is_compared_with_random_on_the_queries_both_ran() -> None:
+    ts = [_exp2_trace(0, "gnn", 300.0), _exp2_trace(0, "random", 900.0, chooser="random")]
+    ts += [_exp2_trace(1, "gnn", 100.0), _exp2_trace(1, "random", None, chooser="random")]
+    ts += [_exp2_trace(2, "gnn", 50.0), _exp2_trace(2, "initial", 80.0)]  # random never ran query 2
+    ts += [_exp2_trace(0, "initial", 1000.0, chooser="random")]  # initial runs are not a chooser's placement
+    per = ev.versus_baseline(ts, "random")
+    assert set(per) == {"gnn"}
+    rows = list(per["gnn"].values())
+    assert sum(r["n"] for r in rows) == 2 and sum(r["n_valid"] for r in rows) == 1
+    assert [x for r in rows for x in r["ratios"]] == [3.0]
+    assert sum(r.get("only_chooser_ok", 0) for r in rows) == 1 and sum(r.get("only_baseline_ok", 0) for r in rows) == 0
+    assert ev.versus_baseline([_exp2_trace(0, "gnn", 300.0)], "random") == {}  # no random runs: nothing to compare
 
 
 def test_exp2_is_grouped_by_host_set_with_its_heterogeneity() -> None:

@@ -75,10 +75,13 @@ def backlog_grows(max_latency: np.ndarray, processing: np.ndarray) -> bool:
 
 
 def _shared(meta: dict) -> str:
-    """Say the machine was shared only when the recorded load shows it (above the core count at its worst)."""
+    """Say when more processes wanted the CPU than there are cores. Not "other work shared the machine": the load
+    average counts the runs' own processes (Spark's JVM, its Python workers, the source), so it cannot tell."""
     worst = meta.get("load_max")
     return (
-        "; above the core count at its worst: other work shared the machine" if worst and worst > meta["cpus"] else ""
+        "; above the core count at its worst: more runnable processes than cores (the runs' own count too)"
+        if worst and worst > meta["cpus"]
+        else ""
     )
 
 

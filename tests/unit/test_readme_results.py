@@ -38,8 +38,26 @@ def _capacity_cpu_ratio(workload: str, rate: int) -> Callable[[dict], float]:
 
 
 #: (report JSON, figure as quoted) -> how the figure follows from that JSON
+def _load_thput_ratio(workload: str, rate: int) -> Callable[[dict], float]:
+    """lmstream's Eq. 4 throughput over asap's at one rate of `bench lmstream-load` (constant traffic)."""
+
+    def ratio(doc: dict) -> float:
+        runs = {
+            r["policy"]: r
+            for r in doc["runs"]
+            if (r["traffic"], r["workload"], r["rate"]) == ("constant", workload, rate)
+        }
+        return runs["lmstream"]["thput"] / runs["asap"]["thput"]
+
+    return ratio
+
+
 DERIVED: dict[tuple[str, str], Callable[[dict], float]] = {
     ("lmstream_capacity.json", "0.79x"): _capacity_cpu_ratio("LR1S", 4000),
+    ("lmstream_load.json", "3.95x"): _load_thput_ratio("LR2S", 64000),
+    ("lmstream_load.json", "3.90x"): _load_thput_ratio("CM1S", 64000),
+    ("lmstream_load.json", "3.19x"): _load_thput_ratio("CM2S", 64000),
+    ("lmstream_load.json", "1.03x"): _load_thput_ratio("CM1T", 64000),
 }
 
 #: (report JSON, figure as quoted) -> why its JSON does not hold it (to be emptied by re-recording the report)

@@ -238,7 +238,8 @@ def _load_note(loads: list[float]) -> list[str]:
     return [
         "",
         f"1-minute load average during the runs: mean {np.mean(loads):.1f}, max {max(loads):.1f} on "
-        f"{os.cpu_count()} cores (other work shared the machine when this is above the core count).",
+        f"{os.cpu_count()} cores (above the core count, more processes wanted the CPU than there are cores: the runs' "
+        "own count too).",
     ]
 
 

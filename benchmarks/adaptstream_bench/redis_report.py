@@ -151,7 +151,8 @@ def write_report(r: dict, target: Path) -> None:
         f"on {m['machine']['host']} ({m['machine']['cpus']} cores),"
         f" {time.strftime('%Y-%m-%d %H:%M', time.localtime(m['started']))}, redis-server {m['redis_version']} on"
         f" 127.0.0.1 (scripts/redis.sh); load average before {m['load_before'][0]:.2f} / after"
-        f" {m['load_after'][0]:.2f} (other work shared the machine: compare within this run only). Figures:"
+        f" {m['load_after'][0]:.2f} (the load average counts this run's own processes too: compare within this run"
+        " only). Figures:"
         " `redis.json` beside this file; this page and `redis.png` are rebuilt from it with"
         " `python -m adaptstream_bench.redis_report DIR`.",
         "",

@@ -206,12 +206,13 @@ def test_corpus_job_records_a_real_trace_and_resumes(tmp_path: Path) -> None:
 
     seed = next(s for s in range(100) if query_for(s, 0).query_type.startswith("linear"))
     out = tmp_path / "real.jsonl"
-    hosts = parse_hosts("small,large")
-    # The job's own warm-ups (docs/testbed.md: a first micro-batch takes 10-30 s on capped hosts): with 15 s and 10 s
-    # both warm-up runs and the trace saw no sink row in CI (load 4.0 from the testbed's own processes).
-    run_corpus(
-        out, n=2, seed=seed, hosts=hosts, duration_s=20, warmup_s=25, budget_s=1200, only=[1], agent_warm_up_s=40
-    )
+    # The small host at twice its usual CPU share (50 % of a core): at 25 % a source on it wrote no sink row in its
+    # agent's warm-up or the trace in a CI replica (load 4-5.5 from the testbed's own processes). It is still the
+    # weakest host, so the initial placement still puts the source there; what this test checks is the job, not the
+    # small host's limit. Run and warm-up as the documented Exp. 2 command's (35 s, the first 12 s not judged: a first
+    # micro-batch takes 10-30 s on capped hosts, docs/testbed.md), and the job's default agent warm-up.
+    hosts = parse_hosts("small:cpu=50,large")
+    run_corpus(out, n=2, seed=seed, hosts=hosts, duration_s=35, warmup_s=12, budget_s=1200, only=[1])
     (t,) = list(read_traces(out))
     assert t.trace_id == f"tb-{seed}-00001" and t.meta["placement_kind"] == "initial"
     assert t.labels is not None and t.labels.origin == "real"

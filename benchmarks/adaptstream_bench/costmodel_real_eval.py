@@ -32,7 +32,7 @@ import numpy as np
 
 from adaptstream.costmodel.ensemble import CostEnsembles
 from adaptstream.costmodel.generate import BASE_TYPES, base_type
-from adaptstream.costmodel.model import Trace, query_key, read_traces
+from adaptstream.costmodel.model import Labels, Trace, query_key, read_traces
 from adaptstream.costmodel.qerror import balanced_accuracy, q_summary
 from adaptstream.costmodel.train import CLASSIFICATION, METRICS, REGRESSION, SHORT, GraphDataset, TrainConfig
 from adaptstream.errors import CostModelError
@@ -420,6 +420,14 @@ def final_models(
     return sorted(ens), _short(pick)
 
 
+def lp_ratio(slow: Labels | None, fast: Labels | None) -> float | None:
+    """`slow`'s Lp over `fast`'s when both runs succeeded with a latency; None otherwise (a failed side is counted
+    by the caller, never turned into a speed-up)."""
+    if slow and fast and slow.success and fast.success and slow.proc_latency_ms and fast.proc_latency_ms:
+        return round(slow.proc_latency_ms / fast.proc_latency_ms, 3)
+    return None
+
+
 def exp2_speedups(traces: Sequence[Trace]) -> dict[str, Any]:
     """Per chooser and query type: median of initial Lp / chosen Lp over queries where both runs succeeded."""
     pairs: dict[tuple[str, int], dict[str, Trace]] = {}
@@ -434,7 +442,6 @@ def exp2_speedups(traces: Sequence[Trace]) -> dict[str, Any]:
         row = out.setdefault(chooser, {}).setdefault(base_type(init.query.query_type), {"rows": []})
         li, lc = init.labels, chosen.labels
         assert li is not None and lc is not None
-        ok = bool(li.success and lc.success and li.proc_latency_ms and lc.proc_latency_ms)
         row["rows"].append(
             {
                 "query_index": qi,
@@ -443,7 +450,7 @@ def exp2_speedups(traces: Sequence[Trace]) -> dict[str, Any]:
                 "initial_bp": li.backpressure,
                 "chosen_bp": lc.backpressure,
                 "same_as_initial": chosen.meta.get("same_as_initial"),
-                "speedup": round(li.proc_latency_ms / lc.proc_latency_ms, 3) if ok else None,  # type: ignore[operator]
+                "speedup": lp_ratio(li, lc),
             }
         )
     for per_type in out.values():
@@ -476,8 +483,9 @@ def versus_baseline(traces: Sequence[Trace], baseline: str = "random") -> dict[s
         row = out.setdefault(c, {}).setdefault(base_type(t.query.query_type), {"n": 0, "ratios": []})
         row["n"] += 1
         lb, lc = base[q].labels, t.labels
-        if lb and lc and lb.success and lc.success and lb.proc_latency_ms and lc.proc_latency_ms:
-            row["ratios"].append(round(lb.proc_latency_ms / lc.proc_latency_ms, 3))
+        ratio = lp_ratio(lb, lc)
+        if ratio is not None:
+            row["ratios"].append(ratio)
         else:  # which side wrote no row: a failed run is counted, never dropped silently
             row["only_chooser_ok"] = row.get("only_chooser_ok", 0) + int(bool(lc and lc.success))
             row["only_baseline_ok"] = row.get("only_baseline_ok", 0) + int(bool(lb and lb.success))

@@ -147,17 +147,15 @@ def test_python_snippets_run(workdir, spark, request):
         except pytest.skip.Exception:  # no redis-server on this machine: the other snippets still run
             continue
         ns = {"spark": spark, "dir": str(workdir / "lr"), "arrived_table": words, "batch": words}
-        try:
-            exec(compile(body, f"<{name} snippet>", "exec"), ns)
-            for query in [v for v in ns.values() if type(v).__name__ == "StreamingQuery"]:
-                try:
-                    query.processAllAvailable()
-                    assert query.exception() is None
-                finally:
-                    query.stop()
-        finally:
-            for tuner in [v for v in ns.values() if type(v).__name__ == "Tuner"]:
-                tuner.close()  # the shared session is not left tuned for the tests after this one, even on failure
+        exec(compile(body, f"<{name} snippet>", "exec"), ns)
+        for query in [v for v in ns.values() if type(v).__name__ == "StreamingQuery"]:
+            try:
+                query.processAllAvailable()
+                assert query.exception() is None
+            finally:
+                query.stop()
+        for tuner in [v for v in ns.values() if type(v).__name__ == "Tuner"]:
+            tuner.close()  # the next snippet may tune the session otherwise (on failure: tests/conftest.py closes it)
     assert (workdir / "runs" / "r1" / "datasets.jsonl").exists()  # the README snippet's metricsPath
     windows = spark.read.parquet(str(workdir / "runs" / "windows")).collect()  # docs/windowed.md's snippet
     assert sorted((r["k"], r["v_count"]) for r in windows) == [("a", 1)] * 3 + [("b", 1)] * 3

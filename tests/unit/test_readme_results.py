@@ -37,7 +37,6 @@ def _capacity_cpu_ratio(workload: str, rate: int) -> Callable[[dict], float]:
     return ratio  # fmt: skip
 
 
-#: (report JSON, figure as quoted) -> how the figure follows from that JSON
 def _load_thput_ratio(workload: str, rate: int) -> Callable[[dict], float]:
     """lmstream's Eq. 4 throughput over asap's at one rate of `bench lmstream-load` (constant traffic)."""
 
@@ -52,6 +51,7 @@ def _load_thput_ratio(workload: str, rate: int) -> Callable[[dict], float]:
     return ratio
 
 
+#: (report JSON, figure as quoted) -> how the figure follows from that JSON
 DERIVED: dict[tuple[str, str], Callable[[dict], float]] = {
     ("lmstream_capacity.json", "0.79x"): _capacity_cpu_ratio("LR1S", 4000),
     ("lmstream_load.json", "3.95x"): _load_thput_ratio("LR2S", 64000),

@@ -24,7 +24,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -428,31 +428,30 @@ def lp_ratio(slow: Labels | None, fast: Labels | None) -> float | None:
     return None
 
 
-def exp2_speedups(traces: Sequence[Trace]) -> dict[str, Any]:
-    """Per chooser and query type: median of initial Lp / chosen Lp over queries where both runs succeeded."""
-    pairs: dict[tuple[str, int], dict[str, Trace]] = {}
+def exp2_group(t: Trace) -> str:
+    """The Exp. 2 invocation a run belongs to: `exp2_group` where several choosers ran side by side
+    (`testbed-corpus --chooser gnn,flat,random --label L`), else its one chooser's name (initial runs included)."""
+    return str(t.meta.get("exp2_group") or t.meta.get("chooser", ""))
+
+
+def _by_group_and_query(traces: Sequence[Trace]) -> dict[tuple[str, int], dict[str, Trace]]:
+    """Runs per (Exp. 2 group, query), keyed by placement kind: `initial` and each chooser's name."""
+    runs: dict[tuple[str, int], dict[str, Trace]] = {}
     for t in traces:
-        chooser = str(t.meta.get("chooser", ""))
-        pairs.setdefault((chooser, query_key(t)), {})[str(t.meta["placement_kind"])] = t
+        runs.setdefault((exp2_group(t), query_key(t)), {})[str(t.meta["placement_kind"])] = t
+    return runs
+
+
+def exp2_speedups(traces: Sequence[Trace]) -> dict[str, Any]:
+    """Per chooser and query type: median of initial Lp / chosen Lp over queries where both runs succeeded; the
+    initial run is the one of the chooser's own invocation."""
     out: dict[str, Any] = {}
-    for (chooser, qi), d in sorted(pairs.items()):
-        init, chosen = d.get("initial"), d.get(chooser)
-        if init is None or chosen is None:
-            continue
-        row = out.setdefault(chooser, {}).setdefault(base_type(init.query.query_type), {"rows": []})
-        li, lc = init.labels, chosen.labels
-        assert li is not None and lc is not None
-        row["rows"].append(
-            {
-                "query_index": qi,
-                "initial_lp": li.proc_latency_ms if li.success else None,
-                "chosen_lp": lc.proc_latency_ms if lc.success else None,
-                "initial_bp": li.backpressure,
-                "chosen_bp": lc.backpressure,
-                "same_as_initial": chosen.meta.get("same_as_initial"),
-                "speedup": lp_ratio(li, lc),
-            }
-        )
+    for (_, qi), d in sorted(_by_group_and_query(traces).items()):
+        init = d.get("initial")
+        for chooser, chosen in sorted(d.items()):
+            if init is None or chooser == "initial":
+                continue
+            _speedup_row(out, chooser, qi, init, chosen)
     for per_type in out.values():
         for row in per_type.values():
             sp = [r["speedup"] for r in row["rows"] if r["speedup"] is not None]
@@ -465,30 +464,47 @@ def exp2_speedups(traces: Sequence[Trace]) -> dict[str, Any]:
     return out
 
 
+def _speedup_row(out: dict[str, Any], chooser: str, qi: int, init: Trace, chosen: Trace) -> None:
+    row = out.setdefault(chooser, {}).setdefault(base_type(init.query.query_type), {"rows": []})
+    li, lc = init.labels, chosen.labels
+    assert li is not None and lc is not None
+    row["rows"].append(
+        {
+            "query_index": qi,
+            "initial_lp": li.proc_latency_ms if li.success else None,
+            "chosen_lp": lc.proc_latency_ms if lc.success else None,
+            "initial_bp": li.backpressure,
+            "chosen_bp": lc.backpressure,
+            "same_as_initial": chosen.meta.get("same_as_initial"),
+            "speedup": lp_ratio(li, lc),
+        }
+    )
+
+
 def versus_baseline(traces: Sequence[Trace], baseline: str = "random") -> dict[str, Any]:
-    """Per chooser and query type, on the queries both it and `baseline` ran: median of the baseline's chosen Lp
-    over the chooser's (above 1: the chooser's placement was faster). Why beside initial / chosen: the initial
-    placement puts sources and their operators on the weakest hosts, so a speed-up over it says little about the
-    model; a random valid placement is the floor a learned chooser has to clear (Costream Exp. 2's own baseline)."""
-    chosen: dict[tuple[str, int], Trace] = {}
-    for t in traces:
-        c = str(t.meta.get("chooser", ""))
-        if c and t.meta.get("placement_kind") == c:
-            chosen[(c, query_key(t))] = t
-    base = {q: t for (c, q), t in chosen.items() if c == baseline}
+    """Per chooser and query type, on the queries both it and the `baseline` chooser of the same Exp. 2 group ran
+    (`chooser_model`, or the chooser's name for single-chooser runs): median of the baseline's Lp over the chooser's
+    (above 1: the chooser's placement was faster). Why beside initial / chosen: the initial placement puts sources
+    and their operators on the weakest hosts, so a speed-up over it says little about the model; a random valid
+    placement is the floor a learned chooser has to clear."""
     out: dict[str, Any] = {}
-    for (c, q), t in sorted(chosen.items()):
-        if c == baseline or q not in base:
+    for _, d in sorted(_by_group_and_query(traces).items()):
+        chosen = {k: t for k, t in d.items() if k != "initial"}
+        base = [t for k, t in chosen.items() if str(t.meta.get("chooser_model", k)) == baseline]
+        if not base:
             continue
-        row = out.setdefault(c, {}).setdefault(base_type(t.query.query_type), {"n": 0, "ratios": []})
-        row["n"] += 1
-        lb, lc = base[q].labels, t.labels
-        ratio = lp_ratio(lb, lc)
-        if ratio is not None:
-            row["ratios"].append(ratio)
-        else:  # which side wrote no row: a failed run is counted, never dropped silently
-            row["only_chooser_ok"] = row.get("only_chooser_ok", 0) + int(bool(lc and lc.success))
-            row["only_baseline_ok"] = row.get("only_baseline_ok", 0) + int(bool(lb and lb.success))
+        for c, t in sorted(chosen.items()):
+            if t is base[0]:
+                continue
+            row = out.setdefault(c, {}).setdefault(base_type(t.query.query_type), {"n": 0, "ratios": []})
+            row["n"] += 1
+            lb, lc = base[0].labels, t.labels
+            ratio = lp_ratio(lb, lc)
+            if ratio is not None:
+                row["ratios"].append(ratio)
+            else:  # which side wrote no row: a failed run is counted, never dropped silently
+                row["only_chooser_ok"] = row.get("only_chooser_ok", 0) + int(bool(lc and lc.success))
+                row["only_baseline_ok"] = row.get("only_baseline_ok", 0) + int(bool(lb and lb.success))
     for per_type in out.values():
         for row in per_type.values():
             row["n_valid"], row["median"] = len(row["ratios"]), _median(row["ratios"])
@@ -537,8 +553,21 @@ def _median(xs: Sequence[float]) -> float | None:
     return round(statistics.median(xs), 3) if xs else None
 
 
-def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, Any]:
-    t0 = time.monotonic()
+@dataclass
+class Prepared:
+    """The corpus with its success and backpressure labels judged by the configured rules, and what they changed."""
+
+    corpus: list[Trace]
+    exp2: list[Trace]
+    recorded: np.ndarray
+    success_counts: dict[str, Any]
+    rules: dict[str, int]
+    comparison: dict[str, Any]
+    labelled_bp: list[Trace]
+    left_out: dict[str, int]
+
+
+def prepare(cfg: RealEvalConfig, log: Log = print) -> Prepared:
     corpus, exp2, reruns = load_real(cfg.traces)
     if not corpus:
         msg = f"no real corpus traces (ids tb-*) in {cfg.traces}; record them with `costmodel testbed-corpus`"
@@ -552,13 +581,40 @@ def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, An
             f"{success_counts['not_rerun']} failed runs were not rerun and keep their label; rerun them with "
             "`costmodel testbed-corpus --rerun-failed --duration 70`"
         )
-    other = recorded if cfg.success_rule != "run" else None
     rules = dict(sorted(Counter(bp_rule(t) for t in corpus).items()))
     comparison = rule_comparison(corpus)
     corpus = with_bp_rule(corpus, cfg.bp_rule)
     labelled_bp = [t for t in corpus if t.labels is not None and t.labels.backpressure is not None]
     left_out = dict(sorted(Counter(bp_rule(t) for t in corpus if t.labels and t.labels.backpressure is None).items()))
     log(f"backpressure labels recorded by rule: {rules}; judged by {cfg.bp_rule}: {len(labelled_bp)} traces")
+    return Prepared(corpus, exp2, recorded, success_counts, rules, comparison, labelled_bp, left_out)
+
+
+def train_choosers(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, Any]:
+    """Only the models `testbed-corpus --chooser` loads (the same `final_models` as a full `run`, on every corpus
+    trace), without the cross-validation: minutes instead of an hour and a half, for an Exp. 2 run that must use
+    models trained by the current code."""
+    t0 = time.monotonic()
+    p = prepare(cfg, log)
+    models, pick = final_models(p.corpus, train_sim(cfg, log), cfg, models_dir)
+    info = {
+        "trained_on": f"{len(p.corpus)} real corpus traces from {cfg.traces}",
+        "metrics": [SHORT[m] for m in models],
+        "chosen_per_metric": pick,
+        "config": asdict(cfg),
+        "seconds": round(time.monotonic() - t0, 1),
+    }
+    (models_dir / "chooser_models.json").write_text(json.dumps(info, indent=1) + "\n")
+    log(f"models for --chooser written to {models_dir} in {info['seconds']:.0f} s (GNN per metric: {pick})")
+    return info
+
+
+def run(cfg: RealEvalConfig, models_dir: Path, log: Log = print) -> dict[str, Any]:
+    t0 = time.monotonic()
+    p = prepare(cfg, log)
+    corpus, exp2, recorded, success_counts = p.corpus, p.exp2, p.recorded, p.success_counts
+    rules, comparison, labelled_bp, left_out = p.rules, p.comparison, p.labelled_bp, p.left_out
+    other = recorded if cfg.success_rule != "run" else None
     sets = statistics.multimode(host_set(t) for t in corpus)
     main_exp2 = [t for t in exp2 if host_set(t) == sets[0]]  # the targets judge the corpus' own host set
     choosers = sorted({str(t.meta.get("chooser", "")) for t in main_exp2})

@@ -148,7 +148,8 @@ def testbed_corpus(
         typer.Option(
             help="Exp. 2 instead of the corpus: pairs of initial placement and the placement this model (gnn or "
             "flat, from --models) chooses, or a random valid one (random, the baseline), for queries --first-query "
-            "onwards"
+            "onwards; several, comma-separated (e.g. gnn,flat,random, with --label), run side by side: per query "
+            "the initial placement, then each chooser's (--n = queries x (choosers + 1))"
         ),
     ] = None,
     models: Annotated[
@@ -193,7 +194,7 @@ def testbed_corpus(
 ) -> None:
     """Run generated queries under placements on the REAL testbed (root) and append REAL traces (resumable)."""
     from adaptstream.errors import ConfigError
-    from adaptstream_bench.costmodel.testbed.corpus import chosen_placer, run_corpus
+    from adaptstream_bench.costmodel.testbed.corpus import chosen_placer, compare_placer, run_corpus
     from adaptstream_bench.costmodel.testbed.hosts import host_tag, parse_hosts
 
     specs = parse_hosts(hosts)
@@ -218,9 +219,17 @@ def testbed_corpus(
     if label is not None and chooser is None:
         msg = "--label goes with --chooser"
         raise ConfigError(msg)
+    names = [c.strip() for c in chooser.split(",") if c.strip()] if chooser is not None else []
+    per = max(2, len(names) + 1)  # runs per query: the corpus' pair, or the initial one and one per chooser
+    if len(names) > 1 and label is None:
+        msg = "several choosers run side by side need a --label (their runs are recorded as <label>-<chooser>)"
+        raise ConfigError(msg)
+    if len(set(names)) < len(names):
+        msg = f"--chooser names a chooser twice: {chooser!r}"
+        raise ConfigError(msg)
     if types is not None:
         first = first_query if chooser is not None else 0
-        only = [i for i in _pairs_of_types(seed, first, n, types) if i >= start]
+        only = [i for i in _pairs_of_types(seed, first, n, types, per) if i >= start]
     if rerun_failed:
         among = [i for i in (only if only is not None else range(n)) if i >= start]
         # a failed repeat run gets its own longer run: the corpus run's rerun (tbl-) is another, independent one
@@ -231,7 +240,13 @@ def testbed_corpus(
         if not name.replace("-", "").replace("_", "").isalnum():
             msg = f"--label must be letters, digits, - or _, got {name!r}"
             raise ConfigError(msg)
-        placer = chosen_placer(seed, first_query, _load_chooser(chooser, models), name, target)
+        if len(names) > 1:
+            preds = {c: _load_chooser(c, models) for c in names}
+            placer = compare_placer(seed, first_query, preds, name, target)
+            if n % per:
+                typer.echo(f"note: --n {n} is not a multiple of {per}: the last query runs without every chooser")
+        else:
+            placer = chosen_placer(seed, first_query, _load_chooser(chooser, models), name, target)
         prefix = "tbx" + name
     prefix += tag
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -274,9 +289,10 @@ def _failed_to_rerun(out: Path, stem: str, duration: float, among: list[int]) ->
     return sorted(wanted[t.trace_id] for t in failed)
 
 
-def _pairs_of_types(seed: int, first_query: int, n: int, types: str) -> list[int]:
-    """Trace indices (pairs 2k, 2k+1: the corpus' with first_query 0, Exp. 2's) whose query, first_query + k, has
-    one of the types: a base type (any variant) or a full one such as 3-way-join+agg."""
+def _pairs_of_types(seed: int, first_query: int, n: int, types: str, per: int = 2) -> list[int]:
+    """Trace indices (groups per*k .. per*k+per-1: the corpus' pairs with first_query 0, Exp. 2's pairs or, with
+    several choosers, groups) whose query, first_query + k, has one of the types: a base type (any variant) or a
+    full one such as 3-way-join+agg."""
     from adaptstream.costmodel.generate import BASE_TYPES, base_type
     from adaptstream.errors import ConfigError
     from adaptstream_bench.costmodel.testbed.corpus import query_for
@@ -288,10 +304,10 @@ def _pairs_of_types(seed: int, first_query: int, n: int, types: str) -> list[int
         msg = f"--types takes query types from: {', '.join(valid)}; got {types!r}"
         raise ConfigError(msg)
     keep = []
-    for k in range(n // 2):
+    for k in range(-(-n // per)):
         q, _ = realise(query_for(seed, first_query + k))
         if q.query_type in want or base_type(q.query_type) in want:
-            keep += [2 * k, 2 * k + 1]
+            keep += [i for i in range(per * k, per * k + per) if i < n]
     return keep
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from adaptstream.costmodel.ensemble import CostEnsembles
-from adaptstream.costmodel.generate import initial_placement, placement_violations
+from adaptstream.costmodel.generate import BASE_TYPES, initial_placement, placement_violations
 from adaptstream.costmodel.model import Host, Labels, Trace, query_key, read_traces, write_traces
 from adaptstream.costmodel.train import GraphDataset
 from adaptstream.errors import CostModelError
@@ -25,7 +25,7 @@ from adaptstream_bench import costmodel_real_eval as ev
 from adaptstream_bench import costmodel_real_fit as fit
 from adaptstream_bench import costmodel_real_report as rep
 from adaptstream_bench.costmodel.data_cli import _load_chooser
-from adaptstream_bench.costmodel.testbed.corpus import chosen_placer, query_for
+from adaptstream_bench.costmodel.testbed.corpus import chosen_placer, compare_placer, query_for
 from adaptstream_bench.costmodel.testbed.placement import realise
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "costmodel" / "train_sample.jsonl"
@@ -140,18 +140,38 @@ def test_exp2_speedup_is_initial_over_chosen_lp_and_skips_failed_runs() -> None:
     assert sum(per["n_only_chosen_ok"] for per in res.values()) == 2
 
 
+def _cmp(j: int, name: str, lp: float | None) -> Trace:
+    """A run of `testbed-corpus --chooser gnn,random --label cmp`: the group's initial run or a chooser's."""
+    kind = "initial" if name == "initial" else f"cmp-{name}"
+    t = _exp2_trace(j, kind, lp, chooser="cmp" if name == "initial" else kind)
+    extra = {"exp2_group": "cmp"} | ({} if name == "initial" else {"chooser_model": name})
+    return replace(t, meta=t.meta | extra)
+
+
 def test_a_chooser_is_compared_with_random_on_the_queries_both_ran() -> None:
-    ts = [_exp2_trace(0, "gnn", 300.0), _exp2_trace(0, "random", 900.0, chooser="random")]
-    ts += [_exp2_trace(1, "gnn", 100.0), _exp2_trace(1, "random", None, chooser="random")]
-    ts += [_exp2_trace(2, "gnn", 50.0), _exp2_trace(2, "initial", 80.0)]  # random never ran query 2
-    ts += [_exp2_trace(0, "initial", 1000.0, chooser="random")]  # initial runs are not a chooser's placement
+    ts = [_cmp(0, "gnn", 300.0), _cmp(0, "random", 900.0), _cmp(0, "flat", 450.0)]
+    ts += [_cmp(1, "gnn", 100.0), _cmp(1, "random", None)]
+    ts += [_cmp(2, "gnn", 50.0), _cmp(2, "initial", 80.0)]  # random never ran query 2
+    ts += [_cmp(0, "initial", 1000.0)]  # initial runs are not a chooser's placement
+    # a random chooser run alone in another invocation is not this group's baseline
+    ts += [_exp2_trace(2, "random", 900.0, chooser="random"), _exp2_trace(2, "gnn", 90.0)]
     per = ev.versus_baseline(ts, "random")
-    assert set(per) == {"gnn"}
-    rows = list(per["gnn"].values())
+    assert set(per) == {"cmp-gnn", "cmp-flat"}
+    rows = list(per["cmp-gnn"].values())
     assert sum(r["n"] for r in rows) == 2 and sum(r["n_valid"] for r in rows) == 1
     assert [x for r in rows for x in r["ratios"]] == [3.0]
     assert sum(r.get("only_chooser_ok", 0) for r in rows) == 1 and sum(r.get("only_baseline_ok", 0) for r in rows) == 0
+    assert [x for r in per["cmp-flat"].values() for x in r["ratios"]] == [2.0]
     assert ev.versus_baseline([_exp2_trace(0, "gnn", 300.0)], "random") == {}  # no random runs: nothing to compare
+    # the speed-up over initial: every chooser of the group against the group's one initial run
+    sp = ev.exp2_speedups(ts)
+
+    def speedups(c: str) -> list[tuple[int, float | None]]:
+        return sorted((r["query_index"], r["speedup"]) for per_t in sp[c].values() for r in per_t["rows"])
+
+    assert speedups("cmp-gnn") == [(1000, 3.333), (1002, 1.6)]  # query 1001 has no initial run in the group
+    assert speedups("cmp-random") == [(1000, 1.111)]
+    assert "random" not in sp  # its invocation ran no initial placement of query 2
 
 
 def test_exp2_is_grouped_by_host_set_with_its_heterogeneity() -> None:
@@ -403,14 +423,18 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(
     out = rep.write(res, tmp_path / "rep", "adaptstream costmodel eval-real", {"git": "x", "when": "now"})
     js = json.loads((tmp_path / "rep" / "costmodel_real.json").read_text())
     assert set(js["placement_speedup_median"]) == {"linear", "2-way-join", "3-way-join"}
-    assert js["placement_speedup_chooser"] == "gnn"
-    assert js["placement_speedup_median_by_chooser"]["gnn"] == js["placement_speedup_median"]
+    assert js["placement_speedup_chooser"] == "cmp-gnn"  # not run in this test
+    assert set(js["placement_speedup_median_by_chooser"]) == {"gnn"}
     assert [d["median_all"] for d in js["placement_speedup_by_host_set"].values()] == [3.0]
-    verdicts = [r[3] for r in rep.targets(res)]
+    rows = rep.targets(res)
     q50 = js["qerror_median"]
-    assert ("**met**" in verdicts[0]) == all(v <= rep.Q_TARGET for v in q50.values())
-    assert "not measured" in verdicts[-1]  # one Exp. 2 query of one type only
-    assert len(verdicts) == 5  # the selected GNN's two rows, the fine-tuned GNN's two for reference, Exp. 2
+    assert rows[0]["met"] == all(v <= rep.Q_TARGET for v in q50.values())  # one partition: no spread
+    assert js["targets"] == json.loads(json.dumps(rows))
+    # the selected GNN's two rows; the judged group's gnn (vs initial, vs random) not run here: undecided;
+    # references: the fine-tuned GNN's two rows, the group's flat (2) and random (1), the earlier `gnn` chooser
+    assert [r["judged"] for r in rows] == [True] * 4 + [False] * 6
+    assert rows[2]["met"] is None and rows[2]["value"] == dict.fromkeys(BASE_TYPES)
+    assert rows[-1]["met"] is None and "`gnn`, an earlier invocation" in rows[-1]["target"]  # one type only
     assert "### Per-metric choice of `selected`" in out.read_text()
     assert js["model"] == "selected" and set(js["by_model"]) == set(ev.MODELS)
     assert js["fold_partitions"] == 1 and js["qerror_median"]["T"] == top["selected"]["T"]["q50"]
@@ -434,6 +458,17 @@ def test_pipeline_on_a_tiny_corpus_writes_models_report_and_verdicts(
     _, _, placement, kind, extra = place(1, HOSTS)
     assert kind == "gnn" and extra["query_index"] == 1003
     assert placement_violations(q, HOSTS, placement) == []
+    # several choosers side by side: per query the initial placement, then each chooser's, in the order given
+    preds = {"gnn": gnn, "flat": _load_chooser("flat", tmp_path / "models"), "random": None}
+    cmp = compare_placer(0, 1003, preds, "cmp")
+    runs = [cmp(i, HOSTS) for i in range(8)]
+    assert [r[3] for r in runs] == ["initial", "cmp-gnn", "cmp-flat", "cmp-random"] * 2
+    assert [r[4]["query_index"] for r in runs] == [1003] * 4 + [1004] * 4
+    assert {r[4]["exp2_group"] for r in runs} == {"cmp"} and runs[0][4]["chooser"] == "cmp"
+    assert [r[4].get("chooser_model") for r in runs[:4]] == [None, "gnn", "flat", "random"]
+    assert runs[1][2] == placement  # the same choice as the gnn chooser run alone
+    assert runs[3][2] == chosen_placer(0, 1003, None, "random")(1, HOSTS)[2]
+    assert all(placement_violations(q, HOSTS, r[2]) == [] for r in runs[:4])
     with pytest.raises(Exception, match="valid choices: gnn, flat, random"):
         _load_chooser("best", tmp_path / "models")
 
@@ -461,10 +496,17 @@ def test_targets_judge_the_mean_over_fold_partitions(monkeypatch: pytest.MonkeyP
     assert mean["T"]["mean"] == pytest.approx(1.6) and mean["S_other_rule"]["n"] == 0
     res = {"cv": by_seed[5], "exp2": {}, "partitions": spread, "config": {"folds": 5}}
     rows = rep.targets(res)
-    assert rows[0][3] == rows[1][3] == "**missed**"
-    assert "mean over 3 partitions" in rows[1][1] and "S 0.880 (0.86-0.92)" in rows[1][2]
+    # the means miss, but one partition meets each threshold: within the figure's spread, so undecided
+    assert rows[0]["met"] is None and rows[1]["met"] is None and rows[0]["judged"]
+    assert rows[1]["value"]["S"] == pytest.approx(0.88) and rows[1]["threshold"] == rep.ACC_TARGET
+    assert "mean over 3 partitions" in rows[1]["rule"] and "S 0.880 (0.86-0.92)" in rows[1]["measured"]
+    assert "| **undecided** |" in rep.targets_markdown(rows)[2]
     one = {**res, "partitions": ev.partition_spread([], None, replace(cfg, partitions=1), print, by_seed[5])}
-    assert [r[3] for r in rep.targets(one)[:2]] == ["**met**", "**met**"]
+    assert [r["met"] for r in rep.targets(one)[:2]] == [True, True]
+    worse = {5: _fake_cv(1.6, 0.89), 105: _fake_cv(1.9, 0.86), 205: _fake_cv(1.7, 0.86)}
+    monkeypatch.setattr(ev, "cross_validate", lambda traces, sim, c, *a: (worse[c.seed], {}, [], {}))
+    every = {**res, "partitions": ev.partition_spread([], None, cfg, print, worse[5])}
+    assert [r["met"] for r in rep.targets(every)[:2]] == [False, False]  # every partition misses
     figs, _, n = rep.judged(res, "selected")  # what the report's JSON gives as the targets' figures
     assert n == 3 and figs["S"] == pytest.approx(0.88)
     text = rep._partitions(res)
@@ -603,3 +645,13 @@ def test_the_prior_alone_baseline_predicts_from_the_busiest_hosts_load() -> None
     assert set(models) == {"success", "backpressure"}
     p = models["success"].predict_graphs([graph(0.5), graph(1.5), graph(2.5), graph(3.5)])["success"]
     assert list(p >= 0.5) == [True, True, False, False] and np.all(np.diff(p) < 0)
+
+
+def test_a_placement_figure_within_the_run_to_run_spread_of_its_threshold_is_undecided() -> None:
+    spread = rep.RUN_TO_RUN_LP
+    assert rep._band({"a": 2.3, "b": 2.5}, 2.0, spread) is True
+    assert rep._band({"a": 2.3, "b": 2.1}, 2.0, spread) is None  # 2.1 is within x1.116 of 2
+    assert rep._band({"a": 2.3, "b": 1.7}, 2.0, spread) is False  # 1.7 < 2 / 1.116 = 1.79
+    assert rep._band({"a": 2.3, "b": None}, 2.0, spread) is None  # a type not measured decides nothing
+    assert rep._band({"a": 0.85, "b": None}, 1.0, spread) is False  # but one clear miss does
+    assert rep._band({}, 1.0, spread) is None

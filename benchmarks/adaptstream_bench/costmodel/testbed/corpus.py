@@ -423,6 +423,33 @@ def chosen_placer(seed: int, first_query: int, predictor: Any, name: str, target
     return place
 
 
+def compare_placer(
+    seed: int, first_query: int, predictors: Mapping[str, Any], label: str, target: str = "proc-latency"
+) -> Placer:
+    """Exp. 2 with several choosers side by side on the same queries, in one invocation: with m choosers, runs
+    k(m+1) .. k(m+1)+m take query `first_query + k`, first under the heuristic initial placement, then under each
+    chooser's placement in the order given (`predictors`: name -> model, None for a random valid placement).
+    Interleaving per query puts every chooser's run of a query under the same conditions of the machine. Each
+    chooser run is recorded as `<label>-<name>` (meta `chooser`, `placement_kind`), all runs of the invocation
+    carry `exp2_group` = label."""
+    names = list(predictors)
+    m = len(names)
+    single = {
+        name: chosen_placer(seed, first_query, pred, f"{label}-{name}", target) for name, pred in predictors.items()
+    }
+
+    def place(i: int, host_records: list[Host]) -> tuple[QueryGraph, dict[str, Any], dict[str, str], str, dict]:
+        k, r = divmod(i, m + 1)
+        # the single-chooser placer's pair k: even index = initial, odd = its chooser's placement
+        q, params, placement, kind, extra = single[names[max(r - 1, 0)]](2 * k + (r > 0), host_records)
+        extra = extra | {"exp2_group": label}
+        if r == 0:
+            return q, params, placement, kind, extra | {"chooser": label}
+        return q, params, placement, kind, extra | {"chooser_model": names[r - 1]}
+
+    return place
+
+
 def run_corpus(
     out: Path,
     n: int,
@@ -450,6 +477,10 @@ def run_corpus(
         return 0
     check_redis()
     written = 0
+    from adaptstream_bench.meta import git_dirty, git_revision
+
+    # which code recorded the traces and in which invocation: a report can then tell one invocation from several
+    invocation = {"git": git_revision(), "dirty": git_dirty(), "invocation_started": round(time.time(), 1)}
     with Testbed(hosts, pythonpath=os.environ.get("PYTHONPATH", "")) as tb:
         workdir = tb.dir
         import socket
@@ -491,6 +522,7 @@ def run_corpus(
                     break
                 q, params, placement, kind, extra = place(i, host_records)
                 tid = f"{id_prefix}-{seed}-{i:05d}"
+                started = round(time.time(), 1)
                 t = run_trace(
                     tb, agents, (tb.driver_host, rport), tid, q, params, placement, duration_s, warmup_s, workdir
                 )
@@ -507,6 +539,8 @@ def run_corpus(
                         "query_index": i // 2,
                         "placement_kind": kind,
                         **extra,
+                        **invocation,
+                        "started": started,
                         "realised": "placement.realise (docs/testbed.md)",
                     },
                 )
@@ -526,4 +560,4 @@ def run_corpus(
     return written
 
 
-__all__ = ["chosen_placer", "pair_placer", "query_for", "run_corpus", "run_trace", "write_traces"]
+__all__ = ["chosen_placer", "compare_placer", "pair_placer", "query_for", "run_corpus", "run_trace", "write_traces"]

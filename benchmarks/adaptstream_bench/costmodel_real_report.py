@@ -111,19 +111,25 @@ def _band(values: dict[str, float | None], threshold: float, spread: float, high
 
 def _range_rule(values: dict[str, Any], threshold: float, higher: bool) -> bool | None:
     """Over fold partitions: met when the mean and every partition meet `threshold`, missed when every partition
-    misses it, else undecided (the partitions disagree: the threshold lies within the figure's spread)."""
-    verdicts = []
+    misses it, else undecided (the partitions disagree: the threshold lies within the figure's spread). Over
+    several figures: missed when one misses, met when all meet; a figure not scored (no value) decides nothing."""
+    sign = 1 if higher else -1
+
+    def meets(x: float) -> bool:
+        return sign * (x - threshold) >= 0
+
+    verdicts: list[bool | None] = []
     for v in values.values():
-        lo, hi, mean = v.get("min"), v.get("max"), v.get("mean")
+        mean = v.get("mean")
         if mean is None or not math.isfinite(mean):
-            return None
-        lo, hi = (mean, mean) if lo is None or hi is None else (lo, hi)
+            verdicts.append(None)
+            continue
+        lo, hi = v.get("min", mean), v.get("max", mean)
         worst, best = (lo, hi) if higher else (hi, lo)
-        ok = (lambda x: x >= threshold) if higher else (lambda x: x <= threshold)
-        verdicts.append(True if ok(worst) and ok(mean) else False if not ok(best) else None)
-    if False in verdicts:
+        verdicts.append(True if meets(worst) and meets(mean) else False if not meets(best) else None)
+    if any(x is False for x in verdicts):
         return False
-    return True if verdicts and all(verdicts) else None
+    return True if verdicts and all(x is True for x in verdicts) else None
 
 
 def _spans(res: dict[str, Any], m: str) -> dict[str, dict[str, Any]]:

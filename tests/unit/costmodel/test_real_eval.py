@@ -655,3 +655,12 @@ def test_a_placement_figure_within_the_run_to_run_spread_of_its_threshold_is_und
     assert rep._band({"a": 2.3, "b": None}, 2.0, spread) is None  # a type not measured decides nothing
     assert rep._band({"a": 0.85, "b": None}, 1.0, spread) is False  # but one clear miss does
     assert rep._band({}, 1.0, spread) is None
+
+
+def test_a_figure_not_scored_decides_nothing_but_a_clear_miss_does() -> None:
+    one = {"mean": 0.85, "min": 0.84, "max": 0.86}
+    none = {"mean": None, "min": None, "max": None}
+    assert rep._range_rule({"R_O": none, "S": one}, 0.9, higher=True) is False
+    assert rep._range_rule({"R_O": none, "S": {"mean": 0.95, "min": 0.93, "max": 0.96}}, 0.9, higher=True) is None
+    assert rep._range_rule({"T": {"mean": 1.2, "min": 1.1, "max": 1.3}}, 1.5, higher=False) is True
+    assert rep._range_rule({"T": {"mean": 1.45, "min": 1.3, "max": 1.6}}, 1.5, higher=False) is None

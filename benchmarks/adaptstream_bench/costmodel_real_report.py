@@ -9,7 +9,7 @@ from typing import Any
 
 from adaptstream.costmodel.train import METRICS, SHORT
 from adaptstream_bench.costmodel_real_eval import BASE_TYPES, MODELS
-from adaptstream_bench.meta import describe, dirty_note, load_text, missing
+from adaptstream_bench.meta import describe, dirty_note, load_text, missing, targets_table
 
 SHORTS = tuple(SHORT[m] for m in METRICS)
 
@@ -258,13 +258,11 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def targets_markdown(rows: list[dict[str, Any]]) -> list[str]:
-    """The targets table: judged rows first; a reference row's verdict is shown but judges nothing."""
-    lines = ["| target | rule | measured | verdict |", "|---|---|---|---|"]
-    for r in rows:
-        verdict = "undecided" if r["met"] is None else "met" if r["met"] else "missed"
-        verdict = f"**{verdict}**" if r["judged"] else f"{verdict} (reference)"
-        lines.append(f"| {r['target']} | {r['rule']} | {r['measured']} | {verdict} |")
-    return lines
+    """The targets table (`meta.targets_table`): judged rows first; a reference row's verdict judges nothing."""
+    return targets_table(
+        [(r["target"] + ("" if r["judged"] else " [reference]"), r["rule"], r["measured"], r["met"]) for r in rows],
+        "undecided",
+    )
 
 
 def _clean(obj: Any) -> Any:

@@ -49,6 +49,7 @@ from adaptstream_bench.costmodel.testbed.bprules import LATEST, stuck_pieces
 from adaptstream_bench.costmodel.testbed.cluster import Testbed
 from adaptstream_bench.costmodel.testbed.hosts import HostSpec
 from adaptstream_bench.costmodel.testbed.placement import edge_key, pieces, realise
+from adaptstream_bench.meta import git_dirty, git_revision
 
 TRIGGER_MS = 1000.0
 BP_RULE = LATEST
@@ -477,8 +478,6 @@ def run_corpus(
         return 0
     check_redis()
     written = 0
-    from adaptstream_bench.meta import git_dirty, git_revision
-
     # which code recorded the traces and in which invocation: a report can then tell one invocation from several
     invocation = {"git": git_revision(), "dirty": git_dirty(), "invocation_started": round(time.time(), 1)}
     with Testbed(hosts, pythonpath=os.environ.get("PYTHONPATH", "")) as tb:

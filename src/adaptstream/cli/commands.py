@@ -100,6 +100,31 @@ def demo(
     console.print(f"comparison: [bold]{md}[/] and plots in {run_dir} (Spark's log: {run_dir}/spark.log)")
 
 
+def _print_submit_summary(
+    script: str, scheduler: str, elastic: str | None, latency_target: str, status: dict, code: int
+) -> None:
+    """One table row per query the tuner saw, then what the columns mean."""
+    from rich.table import Table
+
+    from adaptstream.app.submit import summary_rows
+    from adaptstream.tuner import target_text
+
+    table = Table(
+        title=f"{os.path.basename(script)} under scheduler {scheduler}" + (f", elastic {elastic}" if elastic else "")
+    )
+    cols = ("query", "batches", "rows", "mean s", "p99 s", "on time %", "decisions", "state")
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("query", "state") else "right")
+    for row in summary_rows(status):
+        table.add_row(*row)
+    console.print(table)
+    console.print(
+        f"mean s, p99 s: batch processing time; on time: batches within {target_text(latency_target)}; decisions: the "
+        f"scheduler's grants and holds. Executor-seconds {status['executor_seconds']:.1f}; exit status {code}",
+        style="dim",
+    )
+
+
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def submit(
     ctx: typer.Context,
@@ -133,11 +158,7 @@ def submit(
 ) -> None:
     """Run a PySpark application under the tuner; arguments the tuner does not know go to the script (put them
     after -- when they look like the tuner's). Exits with the script's own status."""
-    from rich.table import Table
-
     from adaptstream.app.submit import submit as run_submit
-    from adaptstream.app.submit import summary_rows
-    from adaptstream.tuner import target_text
 
     code, status = run_submit(
         script,
@@ -154,20 +175,7 @@ def submit(
         state_path=state,
         joint=joint,
     )
-    table = Table(
-        title=f"{os.path.basename(script)} under scheduler {scheduler}" + (f", elastic {elastic}" if elastic else "")
-    )
-    cols = ("query", "batches", "rows", "mean s", "p99 s", "on time %", "decisions", "state")
-    for col in cols:
-        table.add_column(col, justify="left" if col in ("query", "state") else "right")
-    for row in summary_rows(status):
-        table.add_row(*row)
-    console.print(table)
-    console.print(
-        f"mean s, p99 s: batch processing time; on time: batches within {target_text(latency_target)}; decisions: the "
-        f"scheduler's grants and holds. Executor-seconds {status['executor_seconds']:.1f}; exit status {code}",
-        style="dim",
-    )
+    _print_submit_summary(script, scheduler, elastic, latency_target, status, code)
     raise typer.Exit(code)
 
 

@@ -122,8 +122,6 @@ def run(
 ) -> None:
     """Run one workload (or several, concurrently, under a multi-query scheduler), or your own --sql queries over
     --input, and summarise it."""
-    from adaptstream.app.runner import RunSpec
-
     _check_device(device, reduce)
     if sql:
         _sql_route(ctx, sql, workload, input, schema, file_format, header, scheduler, scheduler_params, admission,
@@ -142,14 +140,22 @@ def run(
         run_several(workloads, scheduler, start_spread, scheduler_params, run_dir, master, spark_factory=_spark,
                     elastic=(elastic, elastic_params), **shared)  # fmt: skip
         return
-    name = workloads[0]
     if scheduler != "default":
         console.print(f"one workload: --scheduler {scheduler} has nothing to arbitrate (no-op)", style="yellow")
-    if input and not drain:
+    _run_one(workloads[0], shared, (elastic, elastic_params), run_dir, master)
+
+
+def _run_one(
+    name: str, shared: dict[str, Any], elastic: tuple[str | None, str], run_dir: str | None, master: str
+) -> None:
+    """One workload: --input means a finite run, so it drains."""
+    from adaptstream.app.runner import RunSpec
+
+    if shared["input"] and not shared["drain"]:
         shared["drain"] = True
         console.print("--input implies --drain: the run stops once the input is exhausted", style="yellow")
     shared["input_dir"] = shared.pop("input")
-    spec = RunSpec(workload=name, elastic=elastic, elastic_params=elastic_params, **shared)
+    spec = RunSpec(workload=name, elastic=elastic[0], elastic_params=elastic[1], **shared)
     _run_single(spec, run_dir, master)
 
 

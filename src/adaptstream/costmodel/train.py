@@ -441,8 +441,30 @@ def train_model(
     off_tr = np.zeros(len(tr_idx)) if metric in REGRESSION else wrapper.offsets([train.graphs[i] for i in tr_idx])
     train_batches = _batches(enc_tr, y_tr_n, off_tr, stats, config.batch_size, rng, device)
     val_batches = [collate(enc_va[i : i + 1024], stats).to(device) for i in range(0, len(enc_va), 1024)]
+    fine_tuning = init is not None
+    best = _early_stopping(wrapper, train_batches, val_batches, (y_va, prior_va), (opt, sched, loss_fn), rng, on_epoch,
+                           keep_start=fine_tuning)  # fmt: skip
+    model.load_state_dict(best)
+    return wrapper
+
+
+def _early_stopping(
+    wrapper: TrainedModel,
+    train_batches: list,
+    val_batches: list,
+    val: tuple[np.ndarray, np.ndarray],
+    optim: tuple[torch.optim.Optimizer, Any, nn.Module],
+    rng: np.random.Generator,
+    on_epoch: EpochCallback | None,
+    keep_start: bool,
+) -> dict[str, torch.Tensor]:
+    """Epochs until the validation score stops improving for `patience` epochs (or the time cap); returns the best
+    weights and records the history on `wrapper`. `keep_start` (fine-tuning) keeps the starting weights unless
+    training beats them."""
+    model, config, metric = wrapper.model, wrapper.config, wrapper.config.metric
+    (y_va, prior_va), (opt, sched, loss_fn) = val, optim
     best_score = math.inf
-    if init is not None:  # fine-tuning keeps the starting weights unless training beats them
+    if keep_start:
         best_score = stopping_score(metric, y_va, wrapper.decode(_predict_batches(model, val_batches), prior_va))
     best = (best_score, {k: v.detach().clone() for k, v in model.state_dict().items()}, 0)
     history: list[dict[str, float]] = []
@@ -462,9 +484,8 @@ def train_model(
             break
         if config.max_seconds is not None and time.perf_counter() - t0 > config.max_seconds:
             break
-    model.load_state_dict(best[1])
     wrapper.history = history
-    return wrapper
+    return best[1]
 
 
 def _loss_fn(metric: str, y_tr: np.ndarray, device: torch.device) -> nn.Module:

@@ -186,8 +186,14 @@ def _plot(r: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def target_entries(r: dict) -> list[dict]:
+    """:func:`targets` as the JSON's ``targets`` list (met null: not measured, no GPU)."""
+    return [{"target": t, "rule": rule, "measured": m, "met": met} for t, rule, m, met in targets(r)]
+
+
 def write_report(r: dict, target: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
+    r = {**r, "targets": target_entries(r)}
     (target / f"{NAME}.json").write_text(json.dumps(r, indent=1))
     _plot(r, target / f"{NAME}.png")
     m = r["meta"]
@@ -203,7 +209,7 @@ def write_report(r: dict, target: Path) -> None:
         "",
         "## Targets",
         "",
-        *targets_table(targets(r), "not measured"),
+        *targets_table([(t["target"], t["rule"], t["measured"], t["met"]) for t in r["targets"]], "not measured"),
     ]
     lines += [
         "",

@@ -307,3 +307,18 @@ def test_bench_size_options_are_checked_before_anything_runs():
     for bad in ("abc", "0", "", "4,-1"):
         with pytest.raises(ConfigError, match="--sizes-kb takes comma-separated positive integers"):
             positive_ints(bad, "--sizes-kb")
+
+
+def test_the_recorded_mapdevice_report_holds_the_verdicts_its_report_code_computes(tmp_path):
+    """docs/results/mapdevice.json's ``targets`` are what mapdevice_report.targets makes of its figures, and the
+    Markdown rebuilt from the JSON alone is the committed one (nothing typed by hand)."""
+    from pathlib import Path
+
+    from adaptstream_bench.mapdevice_report import target_entries, write_report
+
+    results = Path(__file__).resolve().parents[2] / "docs" / "results"
+    doc = json.loads((results / "mapdevice.json").read_text())
+    assert doc["targets"] == target_entries(doc) and [t["met"] for t in doc["targets"]] == [False, False, False]
+    write_report(doc, tmp_path)
+    assert (tmp_path / "mapdevice.md").read_text() == (results / "mapdevice.md").read_text()
+    assert json.loads((tmp_path / "mapdevice.json").read_text())["targets"] == doc["targets"]

@@ -61,10 +61,7 @@ DERIVED: dict[tuple[str, str], Callable[[dict], float]] = {
 }
 
 #: (report JSON, figure as quoted) -> why its JSON does not hold it (to be emptied by re-recording the report)
-NOT_IN_JSON = {
-    ("mapdevice.json", "1.02x"): "recorded before its targets were data: the per-query ratios are in mapdevice.md only",
-    ("mapdevice.json", "1.11x"): "recorded before its targets were data: the per-query ratios are in mapdevice.md only",
-}
+NOT_IN_JSON: dict[tuple[str, str], str] = {}
 
 
 def _bullets() -> list[str]:
@@ -160,7 +157,6 @@ def _verdict(t: dict) -> str:
 
 #: report JSON -> why the verdicts README quotes from it are not in it (to be emptied by re-recording the report)
 VERDICTS_NOT_IN_JSON = {
-    "mapdevice.json": "recorded on a lent GPU before targets were data; its verdicts are in mapdevice.md only",
     "costmodel_real.json": "written before targets were data; its verdicts are in costmodel_real.md only",
 }
 

@@ -23,7 +23,6 @@ RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 
 #: recorded before git ba7b4ae's universal meta; each to be re-run as one invocation (or deleted), see #55
 RECORDED_WITHOUT_META = {
-    "costmodel_real.json": "no meta (the command and git are in the Markdown only)",
     "mapdevice.json": "no argv, no dirty flag (the lent-GPU run of 13261c5 did not record them)",
 }
 
